@@ -1,0 +1,191 @@
+"""Reading and writing records: JSONL, plain text, and lit's own outputs.
+
+Every reader yields ``(lineno, record)`` pairs so that errors and skips can
+name the line they come from. Malformed lines raise :class:`~lit.errors.InputError`
+naming file and line, unless *on_error* is ``"skip"``, in which case a
+:class:`Skipped` record is yielded instead: nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from lit.errors import InputError
+
+__all__ = [
+    "Skipped",
+    "OnError",
+    "open_text",
+    "read_jsonl",
+    "read_lines",
+    "dumps",
+    "write_jsonl",
+    "JsonlWriter",
+]
+
+OnError = Literal["fail", "skip"]
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A line that could not be read, with the reason; counted, never dropped."""
+
+    lineno: int
+    reason: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lineno": self.lineno, "reason": self.reason, "text": self.text}
+
+
+def _name(source: str | os.PathLike[str] | IO[str] | IO[bytes]) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return getattr(source, "name", "<stream>")
+
+
+def open_text(source: str | os.PathLike[str] | IO[str] | IO[bytes] | None) -> IO[str]:
+    """Open *source* for reading text; ``None`` or ``"-"`` is standard input.
+
+    Bytes are decoded as UTF-8 with ``surrogateescape`` so that invalid
+    bytes reach the reader, which reports them with their line number.
+    Universal newlines are used, so CRLF files read like LF files.
+    """
+    if source is None or source == "-":
+        return io.TextIOWrapper(
+            sys.stdin.buffer, encoding="utf-8", errors="surrogateescape", newline=None
+        )
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            return open(source, encoding="utf-8", errors="surrogateescape", newline=None)
+        except FileNotFoundError as exc:
+            raise InputError("no such file", filename=source) from exc
+        except IsADirectoryError as exc:
+            raise InputError("is a directory, not a file", filename=source) from exc
+    if isinstance(source, io.TextIOBase):
+        return source  # type: ignore[return-value]
+    return io.TextIOWrapper(source, encoding="utf-8", errors="surrogateescape")  # type: ignore[arg-type]
+
+
+def _check_text(line: str, name: str, lineno: int) -> None:
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"invalid UTF-8 at column {exc.start + 1}", filename=name, lineno=lineno
+        ) from None
+
+
+def read_lines(
+    source: str | os.PathLike[str] | IO[str] | IO[bytes] | None,
+    *,
+    on_error: OnError = "fail",
+) -> Iterator[tuple[int, str | Skipped]]:
+    """Yield ``(lineno, text)`` for each line of *source* (newline stripped).
+
+    Blank lines are yielded too (as empty strings) so callers can account
+    for them. Invalid UTF-8 raises :class:`InputError` or, with
+    ``on_error="skip"``, yields a :class:`Skipped`.
+    """
+    f = open_text(source)
+    name = _name(source) if source not in (None, "-") else "<stdin>"
+    try:
+        for lineno, line in enumerate(f, start=1):
+            line = line.rstrip("\r\n")
+            try:
+                _check_text(line, name, lineno)
+            except InputError as exc:
+                if on_error == "fail":
+                    raise
+                yield lineno, Skipped(lineno, exc.message, line.encode("utf-8", "replace").decode())
+                continue
+            yield lineno, line
+    finally:
+        if f is not sys.stdin and source not in (None, "-") and isinstance(source, (str, os.PathLike)):
+            f.close()
+
+
+def read_jsonl(
+    source: str | os.PathLike[str] | IO[str] | IO[bytes] | None,
+    *,
+    on_error: OnError = "fail",
+) -> Iterator[tuple[int, dict[str, Any] | Skipped]]:
+    """Yield ``(lineno, object)`` for each JSON object line in *source*.
+
+    Blank lines are skipped silently only if they are whitespace (they carry
+    no item). A line that is not a JSON object raises :class:`InputError`
+    naming file and line, or with ``on_error="skip"`` yields a
+    :class:`Skipped` with the reason.
+
+    Example:
+        >>> import io
+        >>> list(read_jsonl(io.StringIO('{"id": 1}\\n\\n{"id": 2}\\n')))
+        [(1, {'id': 1}), (3, {'id': 2})]
+    """
+    name = _name(source) if source not in (None, "-") else "<stdin>"
+    for lineno, line in read_lines(source, on_error=on_error):
+        if isinstance(line, Skipped):
+            yield lineno, line
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
+        else:
+            if isinstance(obj, dict):
+                yield lineno, obj
+                continue
+            reason = f"expected a JSON object, got {type(obj).__name__}"
+        if on_error == "fail":
+            raise InputError(
+                reason + "; fix the line or pass --on-error skip", filename=name, lineno=lineno
+            )
+        yield lineno, Skipped(lineno, reason, line)
+
+
+def dumps(record: Mapping[str, Any]) -> str:
+    """Serialize *record* as one JSON line (no trailing newline)."""
+    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
+
+
+class JsonlWriter:
+    """Write records one complete line at a time.
+
+    Each record is serialized fully before anything is written, and the
+    stream is flushed after each line, so an interrupted run leaves only
+    whole lines behind. Write failures (disk full, closed pipe) raise
+    :class:`OSError` to the caller instead of truncating silently.
+    """
+
+    def __init__(self, stream: IO[str], *, flush: bool = True) -> None:
+        self.stream = stream
+        self.flush = flush
+        self.count = 0
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        line = dumps(record) + "\n"
+        self.stream.write(line)
+        if self.flush:
+            self.stream.flush()
+        self.count += 1
+
+
+def write_jsonl(records: Iterable[Mapping[str, Any]], stream: IO[str]) -> int:
+    """Write *records* to *stream* as JSONL; return how many were written."""
+    writer = JsonlWriter(stream)
+    for record in records:
+        writer.write(record)
+    return writer.count
+
+
+def path_or_none(value: str | os.PathLike[str] | None) -> Path | None:
+    return None if value is None or value == "-" else Path(value)
