@@ -1,0 +1,805 @@
+"""Pure MRS editing: the core helpers and the operation vocabulary of rules.
+
+Every function here takes a :class:`delphin.mrs.MRS` and returns a new one;
+inputs are never modified (pydelphin's objects are mutable, so operations
+copy the EPs and property maps they touch). Rules (:mod:`lit.rules`) are
+declared in ``rules/*.toml`` as a list of the operations below with their
+parameters; grammar-specific facts (the predicate of negation, how a passive
+is marked, which modals exist, ...) come from a :class:`Semantics`, built
+from the ``[semantics]`` table of a grammar profile.
+
+Terms used throughout:
+
+* the *index EP* is the non-quantifier EP whose ARG0 is the MRS INDEX;
+* the *target verb* is the verb a rule acts on: the index EP, or, when the
+  index EP is a wrapper that an earlier rule or the sentence introduced
+  (a modal, an it-cleft, a negation), the EP that wrapper embeds, found by
+  following its scopal argument (through ``qeq`` when it is a hole);
+* the *clause head* is the index EP itself: scopal wrappers (modal,
+  negation, it-cleft) are put on top of it, so they stack in the order the
+  rules are applied.
+
+An operation that does not apply raises :class:`Inapplicable` with a reason;
+:func:`lit.rules.apply_chain` turns that into an :class:`~lit.rules.Applied`
+record, so callers of the rule API never see an exception for an
+inapplicable rule.
+
+Example:
+    >>> from delphin.codecs import simplemrs
+    >>> m = simplemrs.decode(DOGS_BARK)
+    >>> out = negate(m, Semantics())
+    >>> sorted(ep.predicate for ep in out.rels)
+    ['_bark_v_1', '_dog_n_1', 'neg', 'udef_q']
+    >>> len(m.rels)  # the input is unchanged
+    3
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from delphin import predicate as _predicate
+from delphin.mrs import EP, MRS, HCons, ICons
+from delphin.mrs import INTRINSIC_ROLE as ARG0
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DOGS_BARK",
+    "DOG_CHASED_CAT",
+    "UNTENSED_EVENT",
+    "Inapplicable",
+    "Semantics",
+    "OPERATIONS",
+    "Operation",
+    "operation",
+    "copy_mrs",
+    "index_ep",
+    "head_ep",
+    "scope_target",
+    "target_ep",
+    "wrappers",
+    "outscoping_eps",
+    "max_variable_id",
+    "fresh_variables",
+    "repoint_label",
+    "set_property",
+    "is_verbal",
+    "is_passive",
+    "is_negated",
+    "check",
+    "PRECONDITIONS",
+    # operations
+    "identity",
+    "set_tense",
+    "set_aspect",
+    "set_sf",
+    "negate",
+    "add_modal",
+    "cleft",
+    "passivize",
+    "swap_roles",
+    "requantify",
+]
+
+#: "The dog chased the cat." as parsed by ERG 1214 (a tiny, real fixture).
+DOG_CHASED_CAT = (
+    "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: past MOOD: indicative PROG: - PERF: - ]"
+    " RELS: < [ _the_q LBL: h4 ARG0: x3 [ x PERS: 3 NUM: sg IND: + ] RSTR: h5 BODY: h6 ]"
+    " [ _dog_n_1 LBL: h7 ARG0: x3 ]"
+    " [ _chase_v_1 LBL: h1 ARG0: e2 ARG1: x3 ARG2: x8 [ x PERS: 3 NUM: sg IND: + ] ]"
+    " [ _the_q LBL: h9 ARG0: x8 RSTR: h10 BODY: h11 ] [ _cat_n_1 LBL: h12 ARG0: x8 ] >"
+    " HCONS: < h0 qeq h1 h5 qeq h7 h10 qeq h12 > ]"
+)
+
+#: "Dogs bark." as parsed by ERG 1214.
+DOGS_BARK = (
+    "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres MOOD: indicative PROG: - PERF: - ]"
+    " RELS: < [ udef_q LBL: h4 ARG0: x3 [ x PERS: 3 NUM: pl IND: + ] RSTR: h5 BODY: h6 ]"
+    " [ _dog_n_1 LBL: h7 ARG0: x3 ] [ _bark_v_1 LBL: h1 ARG0: e2 ARG1: x3 ] >"
+    " HCONS: < h0 qeq h1 h5 qeq h7 > ]"
+)
+
+#: Properties of the events lit introduces (``neg``, ``parg_d``), as the ERG
+#: gives them.
+UNTENSED_EVENT: Mapping[str, str] = {
+    "SF": "prop",
+    "TENSE": "untensed",
+    "MOOD": "indicative",
+    "PROG": "-",
+    "PERF": "-",
+}
+
+_CLAUSE_EVENT: Mapping[str, str] = {**UNTENSED_EVENT, "TENSE": "pres"}
+_VARID = re.compile(r"(\d+)$")
+
+
+class Inapplicable(Exception):
+    """Control flow: an operation does not apply; *reason* says why.
+
+    Raised by the operations of this module and caught by
+    :func:`lit.rules.apply_chain`; it is not a :class:`~lit.errors.LitError`
+    because it reports data, not a failure.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Semantics:
+    """The grammar-specific facts rules read (a profile's ``[semantics]``).
+
+    Attributes:
+        grammar: the profile's name, used in messages
+        negation: predicate of sentential negation
+        passive: ``"parg_d"`` (an EP, ERG 1214) or ``"icons:topic"``
+            (an ICONS on the verb's event, ERG 2018 and later)
+        itcleft: predicate of the it-cleft copula, ``""`` if the grammar
+            cannot generate clefts
+        itcleft_unsupported: the reason when *itcleft* is ``""``
+        modal_aspect: PROG/PERF of a new modal's event: ``"minus"`` or
+            ``"inherit"`` (copied from the verb's event)
+        modals: modal name -> predicate (``""`` = not generatable)
+        modals_unsupported: modal name -> reason
+    """
+
+    grammar: str = "erg-1214"
+    negation: str = "neg"
+    passive: str = "parg_d"
+    itcleft: str = "_be_v_itcleft"
+    itcleft_unsupported: str = ""
+    modal_aspect: str = "minus"
+    modals: Mapping[str, str] = field(default_factory=lambda: {"may": "_may_v_modal"})
+    modals_unsupported: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_profile(cls, profile: Any) -> Semantics:
+        """Build from a :class:`~lit.grammar.GrammarProfile` (or a mapping).
+
+        *profile* may be a profile (its ``name`` and ``semantics`` are
+        read), a :class:`Semantics` (returned as is) or a plain
+        ``[semantics]`` mapping. Missing keys take ERG 1214's values, except
+        *itcleft* and *modals*, which default to "not supported".
+        """
+        if isinstance(profile, Semantics):
+            return profile
+        if isinstance(profile, Mapping):
+            name, sem = str(profile.get("name", "grammar")), profile
+        else:
+            name, sem = str(getattr(profile, "name", "grammar")), profile.semantics or {}
+        itcleft = str(sem.get("itcleft", ""))
+        return cls(
+            grammar=name,
+            negation=str(sem.get("negation", "neg")),
+            passive=str(sem.get("passive", "parg_d")),
+            itcleft=itcleft,
+            itcleft_unsupported=str(sem.get("itcleft_unsupported", "")),
+            modal_aspect=str(sem.get("modal_aspect", "minus")),
+            modals=dict(sem.get("modals", {})),
+            modals_unsupported=dict(sem.get("modals_unsupported", {})),
+        )
+
+    def unsupported(self, requirement: str) -> str | None:
+        """The reason *requirement* is not met by this grammar, or ``None``.
+
+        A requirement names a ``[semantics]`` key whose value must not be
+        empty: ``"itcleft"``, ``"negation"``, ``"modals.might"`` ...
+        """
+        key, _, sub = requirement.partition(".")
+        if key == "modals":
+            if self.modals.get(sub):
+                return None
+            return self.modals_unsupported.get(sub) or (
+                f"{self.grammar} has no predicate for the modal {sub!r}"
+            )
+        value = getattr(self, key, None)
+        if value is None:
+            raise KeyError(requirement)
+        if value:
+            return None
+        explained = getattr(self, f"{key}_unsupported", "")
+        return explained or f"{self.grammar} does not support {key}"
+
+    @property
+    def modal_predicates(self) -> frozenset[str]:
+        return frozenset(p for p in self.modals.values() if p)
+
+
+# --------------------------------------------------------------------------
+# core helpers
+
+
+def copy_mrs(m: MRS, **changes: Any) -> MRS:
+    """A deep-enough copy of *m*: new EPs, argument and property maps.
+
+    Keyword arguments replace attributes (``top``, ``index``, ``rels``,
+    ``hcons``, ``icons``, ``variables``); the surface alignment is kept.
+    """
+    rels = changes.pop("rels", None)
+    if rels is None:
+        rels = [_copy_ep(ep) for ep in m.rels]
+    return MRS(
+        top=changes.pop("top", m.top),
+        index=changes.pop("index", m.index),
+        rels=rels,
+        hcons=changes.pop("hcons", m.hcons),
+        icons=changes.pop("icons", m.icons),
+        variables=changes.pop("variables", m.variables),  # MRS() copies each map
+        lnk=m.lnk,
+        surface=m.surface,
+        identifier=m.identifier,
+    )
+
+
+def _copy_ep(ep: EP, **args: str) -> EP:
+    new_args = dict(ep.args)
+    new_args.update(args)
+    return EP(ep.predicate, ep.label, new_args, lnk=ep.lnk, surface=ep.surface, base=ep.base)
+
+
+def index_ep(m: MRS) -> EP | None:
+    """The non-quantifier EP whose ARG0 is the INDEX of *m*, or ``None``."""
+    for ep in m.rels:
+        if ep.args.get(ARG0) == m.index and not ep.is_quantifier():
+            return ep
+    return None
+
+
+def head_ep(m: MRS, label: str) -> EP | None:
+    """The head of the EPs labelled *label*: not a quantifier, and not a
+    modifier of another EP there (none of its arguments is the event of
+    another EP in the same conjunction, as with adverbs or ``parg_d``).
+    Verbs win over other heads."""
+    group = [ep for ep in m.rels if ep.label == label and not ep.is_quantifier()]
+    ivs = {ep.iv for ep in group if ep.iv and ep.iv[:1] == "e"}
+    heads = [
+        ep for ep in group
+        if not any(v in ivs and v != ep.iv for r, v in ep.args.items() if r != ARG0)
+    ]
+    if not heads:
+        heads = group
+    for ep in heads:
+        if is_verbal(ep):
+            return ep
+    return heads[0] if heads else None
+
+
+def scope_target(m: MRS, handle: str) -> str:
+    """The label that *handle* reaches: the ``lo`` of its qeq, or itself."""
+    for hc in m.hcons:
+        if hc.hi == handle:
+            return hc.lo
+    return handle
+
+
+def _scopal_role(ep: EP, sem: Semantics) -> str | None:
+    """Which argument of *ep* embeds the clause, if *ep* is a wrapper."""
+    pred = ep.predicate
+    if pred == sem.negation or pred in sem.modal_predicates or pred.endswith("_v_modal"):
+        return "ARG1"
+    if pred == sem.itcleft or pred == "_be_v_itcleft":
+        return "ARG2"
+    return None
+
+
+def wrappers(m: MRS, sem: Semantics | None = None) -> tuple[list[EP], EP | None]:
+    """``(path, target)``: the wrappers from the index EP down, and the EP
+    they embed (the target verb candidate; ``None`` without an index EP)."""
+    sem = sem or Semantics()
+    path: list[EP] = []
+    ep = index_ep(m)
+    seen: set[int] = set()
+    while ep is not None and id(ep) not in seen:
+        seen.add(id(ep))
+        role = _scopal_role(ep, sem)
+        if role is None or role not in ep.args:
+            return path, ep
+        path.append(ep)
+        ep = head_ep(m, scope_target(m, ep.args[role]))
+    return path, ep
+
+
+def target_ep(m: MRS, sem: Semantics | None = None) -> EP | None:
+    """The target verb of *m* (see the module notes), or ``None``."""
+    _, ep = wrappers(m, sem)
+    return ep if ep is not None and is_verbal(ep) else None
+
+
+def is_verbal(ep: EP) -> bool:
+    """``True`` if *ep*'s predicate is a verb (``_..._v_...``)."""
+    try:
+        return _predicate.split(ep.predicate)[1] == "v"
+    except (ValueError, IndexError, TypeError):  # abstract predicates
+        return False
+
+
+def outscoping_eps(m: MRS, label: str) -> Iterator[EP]:
+    """Yield the EPs that scope over *label*, nearest first.
+
+    Follows, upwards, the argument (a hole qeq *label*, or *label* itself)
+    of the EP that embeds it, then that EP's label, and so on.
+    """
+    qeq_hi = {hc.lo: hc.hi for hc in m.hcons}
+    owner: dict[str, EP] = {}
+    for ep in m.rels:
+        for role, value in ep.args.items():
+            if role != ARG0 and value[:1] == "h":
+                owner.setdefault(value, ep)
+    seen = {label}
+    while True:
+        ep = owner.get(label) or owner.get(qeq_hi.get(label, ""))
+        if ep is None or ep.label in seen:
+            return
+        yield ep
+        label = ep.label
+        seen.add(label)
+
+
+def max_variable_id(m: MRS) -> int:
+    """The largest numeric variable id in *m* (``h0`` ... ``x41`` -> 41)."""
+    top = -1
+    for var in _all_variables(m):
+        match = _VARID.search(var)
+        if match:
+            top = max(top, int(match.group(1)))
+    return top
+
+
+def _all_variables(m: MRS) -> Iterator[str]:
+    yield from m.variables
+    if m.top:
+        yield m.top
+    if m.index:
+        yield m.index
+    for ep in m.rels:
+        yield ep.label
+        for role, value in ep.args.items():
+            if role != "CARG":
+                yield value
+    for hc in m.hcons:
+        yield hc.hi
+        yield hc.lo
+    for ic in m.icons:
+        yield ic.left
+        yield ic.right
+
+
+def fresh_variables(m: MRS, types: str) -> list[str]:
+    """New variable names, one per character of *types*, numbered above
+    every id in *m*: ``fresh_variables(m, "hhe")`` -> ``['h42', 'h43', 'e44']``."""
+    start = max_variable_id(m) + 1
+    return [f"{t}{start + i}" for i, t in enumerate(types)]
+
+
+def repoint_label(m: MRS, old: str, new: str) -> MRS:
+    """Make what pointed at the scope *old* (TOP, a qeq, or a handle
+    argument that names it directly) point at *new* instead."""
+    top, rels, hcons = _repoint(m, old, new)
+    return copy_mrs(m, top=top, rels=rels, hcons=hcons)
+
+
+def _repoint(m: MRS, old: str, new: str) -> tuple[str | None, list[EP], list[HCons]]:
+    """TOP, copied EPs and HCONS of *m* with pointers at *old* moved to *new*."""
+    top = new if m.top == old else m.top
+    hcons = [HCons(hc.hi, hc.relation, new) if hc.lo == old else hc for hc in m.hcons]
+    rels = []
+    for ep in m.rels:
+        args = {r: new for r, v in ep.args.items() if v == old and r != ARG0}
+        rels.append(_copy_ep(ep, **args))
+    return top, rels, hcons
+
+
+def _copy_variables(m: MRS) -> dict[str, dict[str, str]]:
+    return {v: dict(p) for v, p in m.variables.items()}
+
+
+def set_property(m: MRS, var: str, prop: str, value: str) -> MRS:
+    """Return a copy of *m* with property *prop* of *var* set to *value*."""
+    variables = _copy_variables(m)
+    variables.setdefault(var, {})[prop] = value
+    return copy_mrs(m, variables=variables)
+
+
+def is_passive(m: MRS, ep: EP, sem: Semantics | None = None) -> bool:
+    """``True`` if the verb *ep* is already passive (``parg_d`` on its event
+    or an ICONS ``topic`` from it)."""
+    iv = ep.iv
+    if any(e.predicate == "parg_d" and e.args.get("ARG1") == iv for e in m.rels):
+        return True
+    return any(ic.left == iv and str(ic.relation) == "topic" for ic in m.icons)
+
+
+def is_negated(m: MRS, sem: Semantics | None = None) -> bool:
+    """``True`` if sentential negation scopes over the clause of *m*."""
+    sem = sem or Semantics()
+    path, verb = wrappers(m, sem)
+    if any(ep.predicate == sem.negation for ep in path):
+        return True
+    head = index_ep(m)
+    if head is None:
+        return False
+    labels = {head.label} | ({verb.label} if verb is not None else set())
+    return any(
+        ep.predicate == sem.negation for lbl in labels for ep in outscoping_eps(m, lbl)
+    )
+
+
+# --------------------------------------------------------------------------
+# preconditions
+
+
+def _check_no_unknown(m: MRS, sem: Semantics) -> None:
+    if any(ep.predicate == "unknown" for ep in m.rels):
+        raise Inapplicable("MRS contains an unknown EP (fragment analysis)")
+
+
+def _check_verb(m: MRS, sem: Semantics) -> None:
+    if target_ep(m, sem) is None:
+        raise Inapplicable("no verbal index EP")
+
+
+def _check_x(role: str) -> Callable[[MRS, Semantics], None]:
+    def check_x(m: MRS, sem: Semantics) -> None:
+        verb = _verb(m, sem)
+        if verb.args.get(role, "")[:1] != "x":
+            raise Inapplicable(f"{role} of {verb.predicate} is not an x variable")
+
+    return check_x
+
+
+def _check_not_question(m: MRS, sem: Semantics) -> None:
+    if m.variables.get(m.index or "", {}).get("SF") == "ques":
+        raise Inapplicable("sentence is a question")
+
+
+#: Named preconditions usable in rule declarations (``preconditions = [...]``).
+PRECONDITIONS: dict[str, Callable[[MRS, Semantics], None]] = {
+    "no_unknown": _check_no_unknown,
+    "verb": _check_verb,
+    "x:ARG1": _check_x("ARG1"),
+    "x:ARG2": _check_x("ARG2"),
+    "x:ARG3": _check_x("ARG3"),
+    "not_question": _check_not_question,
+}
+
+
+def check(m: MRS, names: Iterable[str], sem: Semantics | None = None) -> str | None:
+    """The reason the first failing precondition in *names* gives, or ``None``."""
+    sem = sem or Semantics()
+    for name in names:
+        try:
+            PRECONDITIONS[name](m, sem)
+        except Inapplicable as exc:
+            return exc.reason
+    return None
+
+
+def _verb(m: MRS, sem: Semantics) -> EP:
+    verb = target_ep(m, sem)
+    if verb is None:
+        raise Inapplicable("no verbal index EP")
+    return verb
+
+
+# --------------------------------------------------------------------------
+# operations
+
+#: A function ``op(m, sem, **params) -> MRS`` that raises :class:`Inapplicable`.
+Operation = Callable[..., MRS]
+
+#: The operation vocabulary: name -> function (rule files refer to these).
+OPERATIONS: dict[str, Operation] = {}
+
+
+def operation(name: str) -> Callable[[Operation], Operation]:
+    """Register a function in :data:`OPERATIONS` under *name* (a decorator).
+
+    Plugins may add operations this way; the rule files can then use them.
+    """
+
+    def register(func: Operation) -> Operation:
+        OPERATIONS[name] = func
+        return func
+
+    return register
+
+
+@operation("identity")
+def identity(m: MRS, sem: Semantics | None = None) -> MRS:
+    """A copy of *m* (the original sentence)."""
+    return copy_mrs(m)
+
+
+def _tense_event(m: MRS, sem: Semantics) -> str:
+    """The event that carries tense: the nearest modal above the verb,
+    else the verb (a cleft or a negation does not take the tense)."""
+    path, verb = wrappers(m, sem)
+    for ep in reversed(path):
+        if _scopal_role(ep, sem) == "ARG1" and ep.predicate != sem.negation:
+            return ep.iv or ""
+    return _verb(m, sem).iv or ""
+
+
+@operation("set_tense")
+def set_tense(m: MRS, sem: Semantics | None = None, *, value: str) -> MRS:
+    """Set TENSE of the clause to *value* (``past``, ``pres``, ``fut`` ...).
+
+    Under a modal the tense is the modal's (English modals carry the
+    clause's tense; the verb under them is untensed).
+
+    Example:
+        >>> from delphin.codecs import simplemrs
+        >>> out = set_tense(simplemrs.decode(DOGS_BARK), value="past")
+        >>> out.variables[out.index]["TENSE"]
+        'past'
+    """
+    sem = sem or Semantics()
+    event = _tense_event(m, sem)
+    if m.variables.get(event, {}).get("TENSE") == value:
+        raise Inapplicable(f"TENSE is already {value}")
+    return set_property(m, event, "TENSE", value)
+
+
+@operation("set_aspect")
+def set_aspect(m: MRS, sem: Semantics | None = None, *, prop: str, value: str) -> MRS:
+    """Set the aspect property *prop* (``PROG``/``PERF``) of the verb.
+
+    With ``modal_aspect = "inherit"`` the events of the modals above the
+    verb take the value too, as in the grammar's own analyses.
+    """
+    sem = sem or Semantics()
+    prop = prop.upper()
+    path, _ = wrappers(m, sem)
+    verb = _verb(m, sem)
+    if m.variables.get(verb.iv or "", {}).get(prop) == value:
+        raise Inapplicable(f"{prop} is already {value}")
+    out = set_property(m, verb.iv or "", prop, value)
+    if sem.modal_aspect == "inherit":
+        for ep in path:
+            if ep.predicate in sem.modal_predicates or ep.predicate.endswith("_v_modal"):
+                out.variables.setdefault(ep.iv or "", {})[prop] = value
+    return out
+
+
+@operation("set_sf")
+def set_sf(m: MRS, sem: Semantics | None = None, *, value: str) -> MRS:
+    """Set the sentential force (SF) of the INDEX event (``ques``: a polar
+    question)."""
+    current = m.variables.get(m.index or "", {}).get("SF")
+    if current == value:
+        if value == "ques":
+            raise Inapplicable("sentence is a question")
+        raise Inapplicable(f"SF is already {value}")
+    return set_property(m, m.index or "", "SF", value)
+
+
+def _wrap(
+    m: MRS,
+    predicate: str,
+    *,
+    event: Mapping[str, str],
+    role: str = "ARG1",
+    move_index: bool,
+    untense: bool = False,
+) -> MRS:
+    """Put a new scopal EP *predicate* over the clause head.
+
+    The new EP gets a fresh label, a fresh hole as its *role* argument
+    (qeq the clause head's label) and a fresh event; whatever pointed at
+    the clause head's label now points at the new label. With
+    *move_index* the INDEX moves to the new event, which takes over the
+    old index event's SF (and the old event is untensed with *untense*).
+    """
+    head = index_ep(m)
+    if head is None:
+        raise Inapplicable("no verbal index EP")
+    label, hole, ev = fresh_variables(m, "hhe")
+    top, rels, hcons = _repoint(m, head.label, label)
+    rels.append(EP(predicate, label, {ARG0: ev, role: hole}))
+    hcons.append(HCons.qeq(hole, head.label))
+    variables = _copy_variables(m)
+    props = dict(event)
+    index = m.index
+    if move_index:
+        old = variables.setdefault(m.index or "", {})
+        if "SF" in old:
+            props["SF"] = old["SF"]
+            old["SF"] = "prop"
+        if untense:
+            old["TENSE"] = "untensed"
+        index = ev
+    variables[ev] = props
+    return copy_mrs(m, top=top, index=index, rels=rels, hcons=hcons, variables=variables)
+
+
+@operation("negate")
+def negate(m: MRS, sem: Semantics | None = None) -> MRS:
+    """Scope sentential negation over the clause.
+
+    Example:
+        >>> from delphin.codecs import simplemrs
+        >>> out = negate(simplemrs.decode(DOG_CHASED_CAT))
+        >>> hc = out.hcons[-1]
+        >>> hc.hi, hc.lo  # neg's ARG1 is a fresh hole qeq the verb's label
+        ('h14', 'h1')
+    """
+    sem = sem or Semantics()
+    _verb(m, sem)
+    if is_negated(m, sem):
+        raise Inapplicable("already negated")
+    return _wrap(m, sem.negation, event=UNTENSED_EVENT, move_index=False)
+
+
+@operation("add_modal")
+def add_modal(
+    m: MRS, sem: Semantics | None = None, *, modal: str = "may", tense: str = "pres"
+) -> MRS:
+    """Put the modal *modal* (a key of the grammar's ``[semantics.modals]``)
+    over the clause; the INDEX moves to the modal's event (TENSE *tense*)
+    and the verb becomes untensed. The modal's PROG/PERF are ``-`` or the
+    verb's, per the grammar's ``modal_aspect``."""
+    sem = sem or Semantics()
+    predicate = sem.modals.get(modal, "")
+    if not predicate:
+        raise Inapplicable("unsupported: " + (sem.unsupported(f"modals.{modal}") or modal))
+    path, _ = wrappers(m, sem)
+    verb = _verb(m, sem)
+    if any(_scopal_role(ep, sem) == "ARG1" and ep.predicate != sem.negation for ep in path):
+        raise Inapplicable("already has a modal")
+    event = dict(_CLAUSE_EVENT, TENSE=tense)
+    old = m.variables.get(m.index or "", {})
+    if "MOOD" in old:
+        event["MOOD"] = old["MOOD"]
+    if sem.modal_aspect == "inherit":
+        vprops = m.variables.get(verb.iv or "", {})
+        for prop in ("PROG", "PERF"):
+            if prop in vprops:
+                event[prop] = vprops[prop]
+    return _wrap(m, predicate, event=event, move_index=True, untense=True)
+
+
+@operation("cleft")
+def cleft(m: MRS, sem: Semantics | None = None, *, role: str = "ARG1") -> MRS:
+    """It-cleft of the verb's *role* argument: "It is the dog that ...".
+
+    A new it-cleft EP (the grammar's ``itcleft`` predicate) takes a fresh
+    event (TENSE ``pres``), ARG1 = the verb's *role* argument and ARG2 =
+    the clause head's label (directly, no hole); what pointed at the clause
+    head's label points at the cleft, and the INDEX moves to its event.
+    """
+    sem = sem or Semantics()
+    if not sem.itcleft:
+        raise Inapplicable("unsupported: " + (sem.unsupported("itcleft") or "it-cleft"))
+    path, _ = wrappers(m, sem)
+    verb = _verb(m, sem)
+    if any(_scopal_role(ep, sem) == "ARG2" for ep in path):
+        raise Inapplicable("already an it-cleft")
+    focus = verb.args.get(role, "")
+    if focus[:1] != "x":
+        raise Inapplicable(f"{role} of {verb.predicate} is not an x variable")
+    head = index_ep(m)
+    assert head is not None  # _verb found one
+    label, ev = fresh_variables(m, "he")
+    top, rels, hcons = _repoint(m, head.label, label)
+    rels.append(EP(sem.itcleft, label, {ARG0: ev, "ARG1": focus, "ARG2": head.label}))
+    variables = _copy_variables(m)
+    props = dict(_CLAUSE_EVENT)
+    old = variables.setdefault(m.index or "", {})
+    if "SF" in old:
+        props["SF"] = old["SF"]
+        old["SF"] = "prop"
+    variables[ev] = props
+    return copy_mrs(m, top=top, index=ev, rels=rels, hcons=hcons, variables=variables)
+
+
+@operation("passivize")
+def passivize(m: MRS, sem: Semantics | None = None, *, if_passive: str = "fail") -> MRS:
+    """Make the verb passive, the way the grammar marks it.
+
+    ``parg_d``: a new ``parg_d`` EP with the verb's label, ARG1 = the
+    verb's event and ARG2 = its ARG2. ``icons:topic``: an ICONS
+    ``<verb event> topic <ARG2>``. An already passive verb is inapplicable
+    ("already passive"), or kept as is with ``if_passive = "keep"``.
+    """
+    sem = sem or Semantics()
+    verb = _verb(m, sem)
+    arg2 = verb.args.get("ARG2", "")
+    if arg2[:1] != "x":
+        raise Inapplicable(f"ARG2 of {verb.predicate} is not an x variable")
+    if is_passive(m, verb, sem):
+        if if_passive == "keep":
+            return copy_mrs(m)
+        raise Inapplicable("already passive")
+    iv = verb.iv or ""
+    if sem.passive == "parg_d":
+        (ev,) = fresh_variables(m, "e")
+        rels = [_copy_ep(ep) for ep in m.rels]
+        rels.append(EP("parg_d", verb.label, {ARG0: ev, "ARG1": iv, "ARG2": arg2}))
+        variables = {**m.variables, ev: dict(UNTENSED_EVENT)}
+        return copy_mrs(m, rels=rels, variables=variables)
+    kind, _, relation = sem.passive.partition(":")
+    if kind != "icons" or not relation:
+        raise Inapplicable(f"unsupported: unknown passive marking {sem.passive!r}")
+    return copy_mrs(m, icons=[*m.icons, ICons(iv, relation, arg2)])
+
+
+@operation("swap_roles")
+def swap_roles(m: MRS, sem: Semantics | None = None, *, a: str = "ARG1", b: str = "ARG2") -> MRS:
+    """Exchange the verb's arguments *a* and *b* ("The cat chased the dog.").
+
+    A passive clause stays passive: its ``parg_d`` or ``topic`` follows the
+    new ARG2.
+    """
+    sem = sem or Semantics()
+    verb = _verb(m, sem)
+    va, vb = verb.args.get(a), verb.args.get(b)
+    for role, value in ((a, va), (b, vb)):
+        if value is None or value[:1] != "x":
+            raise Inapplicable(f"{role} of {verb.predicate} is not an x variable")
+    assert va is not None and vb is not None
+    iv = verb.iv
+    rels = []
+    for ep in m.rels:
+        if ep is verb:
+            rels.append(_copy_ep(ep, **{a: vb, b: va}))
+        elif b == "ARG2" and ep.predicate == "parg_d" and ep.args.get("ARG1") == iv:
+            rels.append(_copy_ep(ep, ARG2=va))
+        else:
+            rels.append(_copy_ep(ep))
+    icons = [
+        ICons(ic.left, ic.relation, va) if ic.left == iv and ic.right == vb else ic
+        for ic in m.icons
+    ]
+    return copy_mrs(m, rels=rels, icons=icons)
+
+
+@operation("requantify")
+def requantify(
+    m: MRS,
+    sem: Semantics | None = None,
+    *,
+    role: str = "ARG1",
+    to: str = "_no_q",
+    source: Iterable[str] = ("_a_q", "udef_q", "number_q", "_some_q"),
+    negation_check: bool = True,
+) -> MRS:
+    """Replace the quantifier of the verb's *role* argument by *to*.
+
+    Only quantifiers in *source* qualify (indefinites, by default): ``_a_q``
+    ("a dog"), ``udef_q`` (bare plurals and mass nouns: "dogs", "water"),
+    ``number_q`` and ``_some_q``. Numbered noun phrases ("two dogs":
+    ``udef_q`` with a ``card``) do not, since "no two dogs" is not the
+    negation of "two dogs". With *negation_check*, a negated clause is
+    inapplicable ("already negated").
+    """
+    sem = sem or Semantics()
+    verb = _verb(m, sem)
+    var = verb.args.get(role, "")
+    if var[:1] != "x":
+        raise Inapplicable(f"{role} of {verb.predicate} is not an x variable")
+    if negation_check and is_negated(m, sem):
+        raise Inapplicable("already negated")
+    quant = next((ep for ep in m.rels if ep.is_quantifier() and ep.iv == var), None)
+    if quant is None:
+        raise Inapplicable(f"{role} of {verb.predicate} has no quantifier")
+    if quant.predicate == to:
+        raise Inapplicable(f"{role} is already quantified by {to}")
+    allowed = tuple(source)
+    if quant.predicate not in allowed:
+        raise Inapplicable(
+            f"{role} quantifier {quant.predicate} is not one of {', '.join(allowed)}"
+        )
+    if any(ep.predicate == "card" and ep.args.get("ARG1") == var for ep in m.rels):
+        raise Inapplicable(f"{role} is a numbered noun phrase (card)")
+    rels = [
+        EP(to, ep.label, dict(ep.args), lnk=ep.lnk, surface=ep.surface, base=ep.base)
+        if ep is quant else _copy_ep(ep)
+        for ep in m.rels
+    ]
+    return copy_mrs(m, rels=rels)
