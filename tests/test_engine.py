@@ -1,0 +1,223 @@
+"""Tests for lit.engine: real worker processes, real crashes, real signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lit.engine import EngineError, Outcome, describe_exit, ordered_map
+
+# --- functions run in workers (module level: they are pickled by reference) ----
+
+
+class _State:
+    """Per-process state that leaves a marker file when it is torn down."""
+
+    def __init__(self, marker_dir: str | None) -> None:
+        self.marker_dir = marker_dir
+        self.pid = os.getpid()
+        self.calls = 0
+
+    def __enter__(self) -> _State:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.marker_dir is not None:
+            Path(self.marker_dir, f"exit-{self.pid}").write_text(str(self.calls))
+
+
+def _init(marker_dir: str | None = None) -> _State:
+    return _State(marker_dir)
+
+
+def _work(state: _State, x: int) -> tuple[int, int]:
+    state.calls += 1
+    if x == -1:
+        raise ValueError("negative input")
+    if x == -9:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if x == -60:
+        time.sleep(60)
+    return x * x, os.getpid()
+
+
+def _square(state: None, x: int) -> int:
+    return x * x
+
+
+def _failing_init() -> None:
+    raise RuntimeError("no grammar image here")
+
+
+def _unpicklable(state: None, x: int) -> object:
+    return lambda: x
+
+
+# --- tests -----------------------------------------------------------------------
+
+
+def test_results_in_input_order_with_state():
+    items = list(range(200))
+    outcomes = list(ordered_map(_work, items, workers=2, init=_init))
+    assert [o.index for o in outcomes] == items
+    assert [o.item for o in outcomes] == items
+    assert [o.value[0] for o in outcomes] == [x * x for x in items]
+    assert all(o.ok for o in outcomes)
+    assert os.getpid() not in {o.value[1] for o in outcomes}
+
+
+def test_inline_with_one_worker():
+    outcomes = list(ordered_map(_work, [3, -1, 4], workers=1, init=_init))
+    assert [o.value for o in outcomes] == [(9, os.getpid()), None, (16, os.getpid())]
+    assert outcomes[1].error == "ValueError: negative input"
+
+
+def test_item_exception_is_a_failed_outcome():
+    outcomes = list(ordered_map(_work, [1, -1, 2, -1, 3], workers=2, init=_init))
+    assert [o.ok for o in outcomes] == [True, False, True, False, True]
+    assert outcomes[1] == Outcome(1, -1, None, "ValueError: negative input")
+    assert outcomes[4].value[0] == 9
+
+
+def test_input_is_consumed_lazily():
+    taken = 0
+
+    def huge():
+        nonlocal taken
+        for i in range(10**6):
+            taken += 1
+            yield i
+
+    stream = ordered_map(_square, huge(), workers=2, max_pending=8)
+    first = next(stream)
+    assert first.value == 0
+    assert taken <= 8  # bounded: not the million items
+    seen = [first.value] + [next(stream).value for _ in range(99)]
+    assert seen == [i * i for i in range(100)]
+    assert taken <= 100 + 8
+    stream.close()
+
+
+def test_inline_input_is_consumed_lazily():
+    taken = 0
+
+    def huge():
+        nonlocal taken
+        for i in range(10**6):
+            taken += 1
+            yield i
+
+    stream = ordered_map(_square, huge(), workers=1)
+    assert next(stream).value == 0
+    assert taken == 1
+    stream.close()
+
+
+def test_worker_crash_fails_only_that_item(tmp_path):
+    items = [1, 2, 3, -9, 4, 5, 6, -9, 7, 8]
+    outcomes = list(ordered_map(_work, items, workers=2, init=_init,
+                                initargs=(str(tmp_path),)))
+    assert [o.item for o in outcomes] == items
+    for o in outcomes:
+        if o.item == -9:
+            assert not o.ok
+            assert o.error == "worker process died (killed by SIGKILL)"
+        else:
+            assert o.value[0] == o.item * o.item
+    # two workers were killed and replaced; the two alive at the end were torn down
+    pids = {o.value[1] for o in outcomes if o.ok}
+    markers = {int(p.name.split("-")[1]) for p in tmp_path.glob("exit-*")}
+    assert len(markers) == 2
+    assert len(pids | markers) <= 4
+
+
+def test_hung_item_times_out():
+    outcomes = list(ordered_map(_work, [1, -60, 2, 3], workers=2, init=_init, timeout=1.0))
+    assert [o.ok for o in outcomes] == [True, False, True, True]
+    assert outcomes[1].error.startswith("timed out after 1 s")
+
+
+def test_unpicklable_result_is_a_failed_outcome():
+    outcomes = list(ordered_map(_unpicklable, [1, 2], workers=2))
+    assert [o.ok for o in outcomes] == [False, False]
+    assert "cannot be sent back" in outcomes[0].error
+
+
+def test_init_failure_is_an_engine_error():
+    with pytest.raises(EngineError, match="no grammar image here"):
+        list(ordered_map(_square, [1, 2, 3], workers=2, init=_failing_init))
+    with pytest.raises(RuntimeError, match="no grammar image here"):
+        list(ordered_map(_square, [1, 2, 3], workers=1, init=_failing_init))
+
+
+def test_invalid_worker_count():
+    with pytest.raises(EngineError, match="at least 1"):
+        list(ordered_map(_square, [1], workers=0))
+
+
+def test_early_close_tears_down_workers(tmp_path):
+    stream = ordered_map(_work, iter(range(10**6)), workers=2, init=_init,
+                         initargs=(str(tmp_path),))
+    pids = {next(stream).value[1] for _ in range(20)}
+    stream.close()
+    markers = {int(p.name.split("-")[1]) for p in tmp_path.glob("exit-*")}
+    assert pids <= markers
+    for pid in markers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_describe_exit():
+    assert describe_exit(-signal.SIGSEGV) == "killed by SIGSEGV"
+    assert describe_exit(0) == "exit code 0"
+
+
+_CTRL_C_SCRIPT = """
+import os, sys, time
+sys.path.insert(0, {tests!r})
+from lit.engine import ordered_map
+from test_engine import _init, _work
+
+def items():
+    for i in range(10**6):
+        time.sleep(0.01)
+        yield i
+
+if __name__ == "__main__":
+    try:
+        for o in ordered_map(_work, items(), workers=2, init=_init, initargs=({markers!r},)):
+            print(o.value[1], flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+"""
+
+
+def test_ctrl_c_tears_down_workers(tmp_path):
+    script = tmp_path / "run.py"
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    script.write_text(_CTRL_C_SCRIPT.format(tests=str(Path(__file__).parent),
+                                            markers=str(markers)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    pids = set()
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        pids.add(int(line))
+        if len(pids) == 2:
+            break
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the whole group
+    rest, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert rest.strip().splitlines()[-1] == "interrupted"
+    assert {int(p.name.split("-")[1]) for p in markers.glob("exit-*")} >= pids
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
