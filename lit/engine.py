@@ -270,7 +270,7 @@ class _Pool:
         if start_method is None:
             methods = multiprocessing.get_all_start_methods()
             start_method = "forkserver" if "forkserver" in methods else "spawn"
-        self.ctx = multiprocessing.get_context(start_method)
+        self.ctx: Any = multiprocessing.get_context(start_method)
         self.fn = fn
         self.init = init
         self.initargs = initargs
@@ -310,15 +310,15 @@ class _Pool:
                     w.tasks.put(None)
         # keep reading (and dropping) results so no worker stays blocked in send()
         deadline = time.monotonic() + grace
-        live = {w.process.sentinel: w for w in self.workers}
-        conns = {w.conn: w for w in self.workers}
+        live: dict[Any, _Worker] = {w.process.sentinel: w for w in self.workers}
+        conns: dict[Any, _Worker] = {w.conn: w for w in self.workers}
         while live and time.monotonic() < deadline:
             for handle in wait([*live, *conns], max(0.0, deadline - time.monotonic())):
                 if handle in live:
                     del live[handle]
                     continue
                 try:
-                    handle.recv()  # type: ignore[union-attr]
+                    conns[handle].conn.recv()
                 except (EOFError, OSError):
                     del conns[handle]
         for w in self.workers:
