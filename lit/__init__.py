@@ -30,7 +30,14 @@ from lit.errors import (
 )
 
 # public name -> module that defines it (imported lazily, see __getattr__)
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    # rules and transformations (issue #3)
+    "Rule": "lit.rules",
+    "RuleSet": "lit.rules",
+    "Applied": "lit.rules",
+    "apply_chain": "lit.rules",
+    "Semantics": "lit.transform",
+}
 
 __all__ = [
     "__version__",

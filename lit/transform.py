@@ -619,8 +619,17 @@ def _wrap(
 
 
 @operation("negate")
-def negate(m: MRS, sem: Semantics | None = None) -> MRS:
+def negate(
+    m: MRS,
+    sem: Semantics | None = None,
+    *,
+    negative_quantifiers: Iterable[str] = ("_no_q",),
+) -> MRS:
     """Scope sentential negation over the clause.
+
+    No double negation: a clause already under negation, or one where an
+    argument of the verb is bound by one of *negative_quantifiers*
+    ("Nobody is sitting"), is "already negated".
 
     Example:
         >>> from delphin.codecs import simplemrs
@@ -630,9 +639,15 @@ def negate(m: MRS, sem: Semantics | None = None) -> MRS:
         ('h14', 'h1')
     """
     sem = sem or Semantics()
-    _verb(m, sem)
+    verb = _verb(m, sem)
     if is_negated(m, sem):
         raise Inapplicable("already negated")
+    negative = set(negative_quantifiers)
+    if negative:
+        quants = {ep.iv: ep.predicate for ep in m.rels if ep.is_quantifier()}
+        for role, value in verb.args.items():
+            if role != ARG0 and quants.get(value) in negative:
+                raise Inapplicable(f"already negated ({quants[value]} on {role})")
     return _wrap(m, sem.negation, event=UNTENSED_EVENT, move_index=False)
 
 
