@@ -11,12 +11,14 @@ The file format and the matching procedure are described at the top of
 3. else no label: the pair is skipped as ``unlabeled``, never guessed.
 
 Example:
-    >>> table = LabelTable.load()
+    >>> from lit.rules import RuleSet
     >>> from lit.spec import parse_spec
-    >>> result = table.label(parse_spec("f;p+i"), "entailment")
-    >>> result.label, result.row, result.source
-    ('neutral', 'f;p', 'paper')
-    >>> table.label(parse_spec("o;q"), "entailment").label is None
+    >>> rules = RuleSet.load()
+    >>> table = LabelTable.load(rules=rules)
+    >>> result = table.label(parse_spec("f;p+i", rules), "entailment")
+    >>> result.label, result.row, result.source, result.via
+    ('neutral', 'f;p', 'paper', '+itcleft_arg1')
+    >>> table.label(parse_spec("o;q", rules), "entailment").label is None
     True
 """
 
@@ -116,8 +118,9 @@ class LabelTable:
 
         Args:
             path: a TOML table file
-            rules: a :class:`~lit.rules.RuleSet` to resolve aliases and
-                validate rule names with (recommended)
+            rules: the :class:`~lit.rules.RuleSet` that resolves aliases and
+                validates rule names (default: ``RuleSet.load()``); pass the
+                one the specs are parsed with
         Raises:
             LabelError: naming the file and line of the problem
         """
@@ -142,6 +145,10 @@ class LabelTable:
     ) -> LabelTable:
         """Like :meth:`load`, from the TOML *text*."""
         fname = filename if filename is not None else name
+        if rules is None:
+            from lit.rules import RuleSet
+
+            rules = RuleSet.load()
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -156,7 +163,7 @@ class LabelTable:
         if exact is not None:
             return exact, None
         if spec.is_pair and spec.base is not None and spec.shared and all(
-            _strip_param(t) in self.transparent for t in spec.shared
+            t in self.transparent for t in spec.shared
         ):
             base_key = tuple(None if s == "o" else (s,) for s in spec.base)
             row = self._index().get(base_key)  # type: ignore[arg-type]
@@ -170,7 +177,7 @@ class LabelTable:
             return LabelResult(None, original, self.name,
                                reason=f"{spec.text!r} is a single-sentence spec")
         opaque = sorted(
-            {_strip_param(t) for side in spec.key if side for t in side} & self.nonpropositional
+            {t for side in spec.key if side for t in side} & self.nonpropositional
         )
         if opaque:
             return LabelResult(
@@ -192,10 +199,6 @@ class LabelTable:
 
     def _index(self) -> dict[Any, LabelRow]:
         return {row.key: row for row in self.rows}
-
-
-def _strip_param(token: str) -> str:
-    return token.partition(":")[0]
 
 
 def _row_lines(text: str) -> list[int]:
@@ -225,7 +228,7 @@ def _names(value: Any, key: str, text: str, fname: Any, rules: Any) -> frozenset
             raise LabelError(f"'{key}': {v!r} is not a single rule name", filename=fname,
                              lineno=line)
         assert spec.key[0] is not None
-        out.add(_strip_param(spec.key[0][0]))
+        out.add(spec.key[0][0])
     return frozenset(out)
 
 

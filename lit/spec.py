@@ -236,11 +236,7 @@ def _canonical(rules: _ChainParser | None, tok: _Tok, text: str) -> str:
     found = tuple(parsed)
     if len(found) != 1:  # pragma: no cover - a single token names a single rule
         raise SpecError(f"{tok.value!r} does not name a single rule", text, tok.pos)
-    name = getattr(found[0], "name", tok.value)
-    _, colon, param = tok.value.partition(":")
-    if colon and ":" not in name:
-        name = f"{name}:{param}"
-    return str(name)
+    return str(getattr(found[0], "name", tok.value))
 
 
 def _build(text: str, start: int, toks: list[_Tok], rules: _ChainParser | None) -> Spec:
