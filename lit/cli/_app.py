@@ -106,5 +106,6 @@ def _configure_logging(verbose: int, quiet: bool) -> None:
         root.addHandler(handler)
     for h in root.handlers:
         if getattr(h, "_lit_cli", False) and isinstance(h, logging.StreamHandler):
-            # CliRunner swaps sys.stderr per invocation; follow it
-            h.setStream(sys.stderr)
+            # CliRunner swaps sys.stderr per invocation; follow it (assign rather
+            # than setStream(), which flushes the previous, possibly closed, stream)
+            h.stream = sys.stderr

@@ -28,6 +28,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from lit.cli._app import app
 from lit.cli._common import is_quiet, stderr_console
@@ -102,7 +103,7 @@ def _info(message: str) -> None:
 
 def _stdout_console() -> Console:
     # wide when not a terminal, so piped/captured tables keep whole paths
-    width = None if sys.stdout.isatty() else 200
+    width = None if sys.stdout.isatty() else 500
     return Console(file=sys.stdout, width=width)
 
 
@@ -190,7 +191,8 @@ def list_command(
         if row["ace_source"] == "env":
             ace += " [env]"
         image = row["image"] or row["error"] or ""
-        table.add_row(name, installed, image, ace, row["source"] or "")
+        cells = (name, installed, image, ace, row["source"] or "")
+        table.add_row(*(Text(c) for c in cells))  # plain text: no rich markup in paths
     _stdout_console().print(table)
 
 
@@ -357,26 +359,26 @@ def show_command(
     info.add_row("description", profile.description)
     info.add_row("ERG version", profile.erg_version)
     info.add_row("ACE version", profile.ace_version)
-    info.add_row("profile file", str(profile.path))
+    info.add_row("profile file", Text(str(profile.path)))
     info.add_row("environment", f"{profile.env_var} (image), LIT_ACE (binary)")
     if profile.source:
-        info.add_row("source", profile.source)
+        info.add_row("source", Text(profile.source))
     for kind, downloads in (("ACE", profile.ace), ("image", profile.image)):
         if not downloads:
             info.add_row(f"{kind} download", "none published")
         for plat, dl in sorted(downloads.items()):
             text = dl.url + (f" [{dl.member}]" if dl.member else "")
             text += f" sha256 {dl.sha256}" if dl.sha256 else " (no published sha256)"
-            info.add_row(f"{kind} {plat}", text)
+            info.add_row(f"{kind} {plat}", Text(text))
     if status["installed"]:
         ace = status["ace"] or "ace on PATH"
         if status["ace_version"]:
             ace += f" ({status['ace_version']})"
         info.add_row("installed", f"yes ({status['source']})")
-        info.add_row("image", status["image"])
-        info.add_row("ACE", ace)
+        info.add_row("image", Text(status["image"]))
+        info.add_row("ACE", Text(ace))
     else:
-        info.add_row("installed", "no" + (f": {status['error']}" if status["error"] else ""))
+        info.add_row("installed", Text("no" + (f": {status['error']}" if status["error"] else "")))
     console.print(info)
     sem = Table(title="semantics", title_justify="left")
     sem.add_column("key")
@@ -386,7 +388,7 @@ def show_command(
             if not value:
                 sem.add_row(key, "(none)")
             for k, v in value.items():
-                sem.add_row(f"{key}.{k}", repr(v))
+                sem.add_row(f"{key}.{k}", Text(repr(v)))
         else:
-            sem.add_row(key, repr(value))
+            sem.add_row(key, Text(repr(value)))
     console.print(sem)
