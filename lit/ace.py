@@ -1,0 +1,920 @@
+"""The ACE process layer: the only place lit starts ACE.
+
+:class:`AceParser` and :class:`AceGenerator` each own one persistent ACE
+process (never a process per sentence) and are context managers. They are
+built on PyDelphin's :mod:`delphin.ace` (its ``ACEParser`` / ``ACEGenerator``
+classes read ACE's ``--tsdb-stdout`` protocol) and add what a long unattended
+run needs:
+
+* a wall-clock **watchdog** in Python. PyDelphin blocks on ``readline`` and
+  has none, so when ACE hangs past *watchdog* seconds on an item the process
+  is killed and restarted, the item is reported as failed with the reason,
+  and the next item is processed normally;
+* **restarts** when ACE dies: the item is retried *retries* times (default
+  once) on the fresh process and then reported as failed;
+* ACE's **stderr** goes to a pipe drained by a daemon thread that keeps the
+  last lines for error messages, so a chatty ACE can never fill the pipe and
+  deadlock, and nothing is printed to the terminal;
+* clear :class:`~lit.errors.ACEError` messages when ACE cannot start (binary
+  missing, image missing or unreadable), naming the files and the fix;
+* ``ace -V`` runs at most once per object (PyDelphin runs it on every
+  access to ``ace_version``, including every restart), and the caller's
+  argument lists are copied, never extended.
+
+Failures of single items never raise: they come back as results with an
+``error`` field. :class:`ACEError` is raised only when ACE cannot be run at
+all. ``delphin.ace`` is imported on first use (it calls
+:func:`locale.setlocale` at import time), so ``import lit.ace`` has no side
+effects.
+
+The :class:`Parser` and :class:`Generator` protocols describe the two
+methods the rest of lit needs, so other backends (a cache, a test stand-in)
+can take the place of ACE.
+
+Example:
+    >>> with AceParser("erg-1214.dat", n=3) as parser:  # doctest: +SKIP
+    ...     result = parser.parse("The dog chased the cat.")
+    >>> result.readings[0].mrs  # doctest: +SKIP
+    '[ LTOP: h0 INDEX: e2 ... ]'
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from lit.errors import ACEError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from delphin.mrs import MRS
+
+__all__ = [
+    "Reading",
+    "ParseResult",
+    "GenerationResult",
+    "Parser",
+    "Generator",
+    "AceParser",
+    "AceGenerator",
+    "DEFAULT_N",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_WATCHDOG",
+    "DEFAULT_MAX_CHART_MEGABYTES",
+    "DEFAULT_MAX_UNPACK_MEGABYTES",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_N = 5
+"""Readings per sentence (ACE ``-n``)."""
+DEFAULT_TIMEOUT = 10
+"""ACE's own per-item time limit in seconds (``--timeout``)."""
+DEFAULT_WATCHDOG = 30.0
+"""Wall-clock seconds per item after which lit kills and restarts ACE."""
+DEFAULT_MAX_CHART_MEGABYTES = 1200
+DEFAULT_MAX_UNPACK_MEGABYTES = 1500
+
+_STDERR_LINES = 50  # lines of ACE's stderr kept for error messages
+_VERSION_RE = re.compile(r"ACE version ([0-9]+(?:\.[0-9]+)*)")
+_INSTALL_HINT = (
+    "install ACE and a grammar with `lit grammar install NAME`, register files you "
+    "have with `lit grammar add NAME --image PATH --ace PATH`, or set LIT_ACE"
+)
+
+
+# --------------------------------------------------------------------------
+# records
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One analysis of a sentence.
+
+    *mrs* is the SimpleMRS string as ACE printed it (with character spans);
+    *derivation* is ACE's derivation tree (UDF) and *tree* its labelled
+    phrase-structure tree, when ACE reported them.
+    """
+
+    mrs: str
+    derivation: str | None = None
+    tree: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mrs": self.mrs, "derivation": self.derivation, "tree": self.tree}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Reading:
+        return cls(mrs=data["mrs"], derivation=data.get("derivation"), tree=data.get("tree"))
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """The readings of *sentence*, best first.
+
+    No readings and no *error* means the grammar has no analysis (a
+    no-parse); *error* says why the item failed (ACE timed out, died, ...).
+    """
+
+    sentence: str
+    readings: tuple[Reading, ...] = ()
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """``True`` if the item did not fail (it may still have no readings)."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sentence": self.sentence,
+            "readings": [r.to_dict() for r in self.readings],
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ParseResult:
+        return cls(
+            sentence=data["sentence"],
+            readings=tuple(Reading.from_dict(r) for r in data.get("readings") or ()),
+            error=data.get("error"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationResult:
+    """Every realization of *mrs* in the grammar's order (duplicates kept).
+
+    *mrs* is the SimpleMRS that was sent to ACE (one line, no character
+    spans). No surfaces and no *error* means the grammar realizes nothing.
+    """
+
+    mrs: str
+    surfaces: tuple[str, ...] = ()
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """``True`` if the item did not fail (it may still have no surfaces)."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mrs": self.mrs, "surfaces": list(self.surfaces), "error": self.error}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GenerationResult:
+        return cls(
+            mrs=data["mrs"],
+            surfaces=tuple(data.get("surfaces") or ()),
+            error=data.get("error"),
+        )
+
+
+@runtime_checkable
+class Parser(Protocol):
+    """Anything that parses a sentence into a :class:`ParseResult`."""
+
+    def parse(self, sentence: str) -> ParseResult: ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Anything that realizes an MRS as a :class:`GenerationResult`."""
+
+    def generate(self, mrs: MRS | str) -> GenerationResult: ...
+
+
+# --------------------------------------------------------------------------
+# helpers
+
+
+def _one_line(sentence: str) -> str:
+    """*sentence* as one line of plain text for ACE's line protocol.
+
+    Newlines (and other line or paragraph separators) would split one item
+    into two and desynchronize the protocol, so every run of whitespace or
+    control characters becomes a single space.
+    """
+    cleaned = "".join(
+        " " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in sentence
+    )
+    return " ".join(cleaned.split())
+
+
+def _int_seconds(value: float) -> int:
+    return max(1, math.ceil(value))
+
+
+def _find_executable(executable: str | os.PathLike[str]) -> str:
+    text = os.fspath(executable)
+    if os.sep in text or (os.altsep and os.altsep in text):
+        path = Path(text).expanduser()
+        if not path.exists():
+            raise ACEError(f"ACE binary not found: {path}; {_INSTALL_HINT}")
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise ACEError(f"ACE binary is not an executable file: {path}; {_INSTALL_HINT}")
+        return str(path)
+    found = shutil.which(text)
+    if found is None:
+        raise ACEError(f"ACE binary {text!r} not found on PATH; {_INSTALL_HINT}")
+    return found
+
+
+def _ace_version(
+    executable: str, env: Mapping[str, str] | None, timeout: float
+) -> tuple[int, ...]:
+    """Run ``ACE -V`` once and return the version as a tuple."""
+    try:
+        proc = subprocess.run(
+            [executable, "-V"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            env=None if env is None else dict(env),
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ACEError(f"{executable} -V did not answer within {timeout:g} s") from exc
+    except OSError as exc:
+        raise ACEError(
+            f"cannot run ACE binary {executable}: {exc.strerror or exc}; {_INSTALL_HINT}"
+        ) from exc
+    output = (proc.stdout + proc.stderr).decode("utf-8", errors="replace")
+    match = _VERSION_RE.search(output)
+    if match is None:
+        head = " / ".join(output.strip().splitlines()[:2]) or "no output"
+        raise ACEError(
+            f"{executable} -V printed no 'ACE version' line (exit code {proc.returncode}): "
+            f"{head}; is it the ACE binary?"
+        )
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def _parse_version(version: str | Sequence[int]) -> tuple[int, ...]:
+    if isinstance(version, str):
+        match = re.search(r"[0-9]+(?:\.[0-9]+)*", version)
+        if match is None:
+            raise ValueError(f"not an ACE version: {version!r}")
+        return tuple(int(p) for p in match.group(0).split("."))
+    return tuple(int(p) for p in version)
+
+
+class _StderrTail:
+    """Drain a process's stderr in a daemon thread, keeping the last lines.
+
+    The pipe is read continuously, so ACE can write as much as it likes
+    without ever blocking on a full pipe.
+    """
+
+    def __init__(self, stream: Any, maxlen: int = _STDERR_LINES) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=maxlen)
+        self._stream = stream
+        self._thread = threading.Thread(target=self._drain, name="lit-ace-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        debug = logger.isEnabledFor(logging.DEBUG)
+        try:
+            for raw in iter(self._stream.readline, b""):
+                line = raw.decode("utf-8", errors="replace").rstrip()
+                if line:
+                    self.lines.append(line)
+                    if debug:
+                        logger.debug("ACE stderr: %s", line)
+        except (OSError, ValueError):  # stream closed under us
+            pass
+        finally:
+            try:
+                self._stream.close()
+            except OSError:
+                pass
+
+    def text(self, last: int | None = None, wait: float = 0.0) -> str:
+        """The kept lines joined by `` / `` (after waiting up to *wait* s for EOF)."""
+        if wait:
+            self._thread.join(wait)
+        lines = list(self.lines)
+        if last is not None:
+            lines = lines[-last:]
+        return " / ".join(lines)
+
+
+class _Watchdog:
+    """One daemon thread that calls *expire* when an armed deadline passes."""
+
+    def __init__(self, seconds: float, expire: Any) -> None:
+        self.seconds = seconds
+        self._expire = expire
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._serial = 0
+        self._fired = -1
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def arm(self) -> int:
+        with self._cond:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="lit-ace-watchdog", daemon=True
+                )
+                self._thread.start()
+            self._serial += 1
+            self._deadline = time.monotonic() + self.seconds
+            self._cond.notify()
+            return self._serial
+
+    def disarm(self, serial: int) -> bool:
+        """Stop the clock; return ``True`` if it fired for *serial*."""
+        with self._cond:
+            self._deadline = None
+            self._cond.notify()
+            return self._fired == serial
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                if self._deadline is None:
+                    self._cond.wait()
+                    continue
+                remaining = self._deadline - time.monotonic()
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                self._fired = self._serial
+                self._deadline = None
+                self._expire()
+
+
+class _ProcessEnded(Exception):
+    """ACE closed its stdout (it exited or was killed) in the middle of an item."""
+
+
+@lru_cache(maxsize=None)
+def _delphin_classes() -> tuple[type, type]:
+    """PyDelphin's ACE classes, adapted; built on first use (imports delphin.ace)."""
+    from delphin import ace as dace
+
+    class _Adapted:
+        """Overrides of ``delphin.ace.ACEProcess`` hooks.
+
+        * ``ace_version`` returns the version lit determined once;
+        * ``_open`` starts the process through lit (stderr pipe + drain
+          thread) and only when lit allows it: PyDelphin's own silent
+          re-open after a crash is suppressed, lit restarts explicitly;
+        * ``send`` does not re-open either, and ``_result_lines`` raises
+          :class:`_ProcessEnded` at end of file instead of returning a
+          truncated response that looks like a no-parse.
+        """
+
+        _lit_owner: _AceProcess
+        _lit_may_open: bool
+
+        def __init__(self, grm: str, *, owner: _AceProcess, cmdargs: list[str]) -> None:
+            self._lit_owner = owner
+            self._lit_may_open = True
+            super().__init__(  # type: ignore[call-arg]
+                grm, cmdargs=list(cmdargs), executable=owner.executable, env=owner.env
+            )
+            self._lit_may_open = False
+
+        @property
+        def ace_version(self) -> tuple[int, ...]:
+            return self._lit_owner.ace_version
+
+        def _open(self) -> None:
+            if not self._lit_may_open:
+                return
+            argv = [self.executable, "-g", self.grm, *self._cmdargs, *self.cmdargs]
+            self._p = self._lit_owner._spawn(argv, self.env)
+            self._run_id += 1
+            version = ".".join(map(str, self._lit_owner.ace_version))
+            self.run_infos.append(
+                {
+                    "run-id": self._run_id,
+                    "application": f"ACE {version} via lit",
+                    "environment": " ".join(self.cmdargs),
+                    "start": datetime.now(),
+                }
+            )
+
+        def send(self, datum: str) -> None:
+            assert self._p.stdin is not None
+            self._p.stdin.write(datum.rstrip() + "\n")
+            self._p.stdin.flush()
+
+        def _result_lines(self, termini: list[Any] | None = None) -> list[str]:
+            if termini is None:
+                termini = list(self._termini)  # type: ignore[attr-defined]
+            readline = self._p.stdout.readline
+            lines: list[str] = []
+            i = 0
+            while i < len(termini):
+                s = readline()
+                if s == "":
+                    raise _ProcessEnded()
+                if s.startswith("NOTE: tsdb run:"):
+                    self._read_run_info(s.rstrip())  # type: ignore[attr-defined]
+                    continue
+                lines.append(s.rstrip())
+                if termini[i].search(s):
+                    i += 1
+            return [line for line in lines if line != ""]
+
+    class _Parser(_Adapted, dace.ACEParser):  # type: ignore[misc]
+        pass
+
+    class _Generator(_Adapted, dace.ACEGenerator):  # type: ignore[misc]
+        pass
+
+    return _Parser, _Generator
+
+
+# --------------------------------------------------------------------------
+# the process owner
+
+
+class _AceProcess:
+    """One persistent ACE process with watchdog, restarts and retries."""
+
+    _kind = ""  # "parser" | "generator"
+
+    def __init__(
+        self,
+        image: str | os.PathLike[str],
+        *,
+        executable: str | os.PathLike[str],
+        cmdargs: Sequence[str],
+        watchdog: float | None,
+        retries: int,
+        env: Mapping[str, str] | None,
+        ace_version: str | Sequence[int] | None,
+        startup_wait: float,
+        close_timeout: float,
+    ) -> None:
+        self.image = Path(image).expanduser()
+        if not self.image.is_file():
+            what = "is not a file" if self.image.exists() else "not found"
+            raise ACEError(f"grammar image {what}: {self.image}; {_INSTALL_HINT}")
+        self.executable = _find_executable(executable)
+        self.env: Mapping[str, str] | None = None if env is None else dict(env)
+        if ace_version is None:
+            self.ace_version = _ace_version(self.executable, self.env, timeout=30.0)
+        else:
+            self.ace_version = _parse_version(ace_version)
+        if watchdog is not None and watchdog <= 0:
+            raise ValueError(f"watchdog must be positive seconds or None, not {watchdog!r}")
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, not {retries!r}")
+        self.cmdargs: tuple[str, ...] = tuple(cmdargs)
+        self.retries = retries
+        self.startup_wait = startup_wait
+        self.close_timeout = close_timeout
+        self.restarts = 0
+        """How many times the process was restarted after a crash or hang."""
+        self.items = 0
+        """How many items were sent to ACE."""
+        self._tails: dict[int, _StderrTail] = {}
+        self._items_on_process = 0
+        self._spawned = 0
+        self._closed = False
+        self._watchdog = None if watchdog is None else _Watchdog(watchdog, self._expire)
+        self._proc: Any = None
+        self._start()
+
+    # -- process management --------------------------------------------
+
+    @property
+    def watchdog(self) -> float | None:
+        return None if self._watchdog is None else self._watchdog.seconds
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of the running ACE process (``None`` when closed)."""
+        proc = self._proc
+        if proc is None or self._closed:
+            return None
+        return int(proc._p.pid)
+
+    def _start(self) -> None:
+        cls = _delphin_classes()[0 if self._kind == "parser" else 1]
+        try:
+            self._proc = cls(str(self.image), owner=self, cmdargs=list(self.cmdargs))
+        except ValueError as exc:  # PyDelphin's validation of ACE options
+            raise ACEError(f"invalid ACE options {list(self.cmdargs)}: {exc}") from exc
+
+    def _spawn(self, argv: list[str], env: Mapping[str, str] | None) -> subprocess.Popen[str]:
+        """Start ACE; raise :class:`ACEError` if it cannot start."""
+        logger.debug("starting ACE: %s", " ".join(argv))
+        try:
+            p = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=None if env is None else dict(env),
+                encoding="utf-8",
+                errors="replace",
+                bufsize=1,
+            )
+        except OSError as exc:
+            raise ACEError(
+                f"cannot run ACE binary {argv[0]}: {exc.strerror or exc}; {_INSTALL_HINT}"
+            ) from exc
+        # the stderr pipe is binary for the drain thread; Popen made it text
+        assert p.stderr is not None
+        tail = _StderrTail(p.stderr.buffer)
+        self._tails = {p.pid: tail}
+        self._items_on_process = 0
+        first = self._spawned == 0
+        self._spawned += 1
+        if first and self.startup_wait > 0:
+            try:
+                code = p.wait(timeout=self.startup_wait)
+            except subprocess.TimeoutExpired:
+                pass
+            else:
+                raise self._start_error(code, tail)
+        return p
+
+    def _start_error(self, code: int, tail: _StderrTail) -> ACEError:
+        stderr = tail.text(last=10, wait=1.0) or "nothing on stderr"
+        return ACEError(
+            f"ACE exited at start (exit code {code}) with grammar image {self.image}: "
+            f"{stderr}; check that the image was compiled for this ACE version "
+            f"({'.'.join(map(str, self.ace_version))}) or re-install it with "
+            f"`lit grammar install NAME --force`"
+        )
+
+    def _expire(self) -> None:
+        """Watchdog callback: kill the current ACE process."""
+        proc = self._proc
+        if proc is None:
+            return
+        p = proc._p
+        if p.poll() is None:
+            logger.warning(
+                "ACE %s did not answer within %g s; killing process %d",
+                self._kind, self.watchdog, p.pid,
+            )
+            p.kill()
+
+    def _reap(self, p: subprocess.Popen[str]) -> int:
+        """Make sure process *p* is gone; return its exit code."""
+        if p.poll() is None:
+            p.kill()
+        code = p.wait()
+        for stream in (p.stdin, p.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        return code
+
+    def _restart(self) -> None:
+        proc = self._proc
+        self._reap(proc._p)
+        self.restarts += 1
+        proc._lit_may_open = True
+        try:
+            proc._open()
+        finally:
+            proc._lit_may_open = False
+        logger.info("ACE %s restarted (pid %d)", self._kind, proc._p.pid)
+
+    # -- items ------------------------------------------------------------
+
+    def _interact(self, datum: str) -> tuple[Any, str | None]:
+        """Send *datum*; return ``(response, None)`` or ``(None, reason)``."""
+        if self._closed:
+            raise ACEError(f"the ACE {self._kind} is closed")
+        attempt = 0
+        while True:
+            proc = self._proc
+            p = proc._p
+            if p.poll() is not None:
+                # died between items (e.g. killed from outside): not this item's fault
+                tail = self._tails.get(p.pid)
+                if p.returncode > 0 and self._items_on_process == 0 and tail is not None:
+                    raise self._start_error(p.returncode, tail)
+                logger.warning(
+                    "ACE %s process exited between items (exit code %s); restarting",
+                    self._kind, p.returncode,
+                )
+                self._restart()
+                p = proc._p
+            self.items += 1
+            serial = self._watchdog.arm() if self._watchdog is not None else 0
+            problem: str | None = None
+            response = None
+            try:
+                response = proc.interact(datum)
+                self._check(response)
+            except (_ProcessEnded, BrokenPipeError, ConnectionResetError):
+                problem = "died"
+            except (AssertionError, ValueError, IndexError, KeyError, TypeError) as exc:
+                # PyDelphin could not read ACE's answer (garbage on stdout)
+                problem = f"unreadable output from ACE ({type(exc).__name__}: {exc})"
+            finally:
+                fired = self._watchdog.disarm(serial) if self._watchdog is not None else False
+            if fired:
+                self._restart()
+                return None, (
+                    f"ACE timed out after {self.watchdog:g} s (watchdog); process restarted"
+                )
+            if problem is None and p.poll() is None:
+                self._items_on_process += 1
+                return response, None
+            if problem is None:
+                # a complete answer, then the process exited: keep the answer
+                logger.warning("ACE %s exited after an item; restarting", self._kind)
+                self._restart()
+                return response, None
+            if problem != "died":
+                logger.warning("%s; restarting ACE %s", problem, self._kind)
+                self._restart()
+                return None, problem + "; process restarted"
+            tail = self._tails.get(p.pid)
+            code = self._reap(p)
+            if code > 0 and self._items_on_process == 0:
+                # ACE ends with an exit status (not a signal) only when it
+                # cannot run at all, e.g. a bad image: no use restarting
+                raise self._start_error(code, tail) if tail else ACEError(
+                    f"ACE exited (exit code {code}) with grammar image {self.image}"
+                )
+            last = tail.text(last=1, wait=0.5) if tail else ""
+            detail = f"; last stderr line: {last[:300]}" if last else ""
+            logger.warning("ACE %s process died (exit code %s)%s", self._kind, code, detail)
+            self._restart()
+            if attempt < self.retries:
+                attempt += 1
+                logger.info("retrying the item on the fresh ACE process (retry %d)", attempt)
+                continue
+            tries = f" {attempt + 1} times" if attempt else ""
+            return None, f"ACE process died{tries} (exit code {code}); restarted{detail}"
+
+    def _check(self, response: Any) -> None:
+        """Raise ValueError if *response* is not a well-formed answer."""
+
+    def close(self) -> int | None:
+        """Stop ACE (politely: end of input, then kill after *close_timeout*)."""
+        if self._closed:
+            return None
+        self._closed = True
+        if self._watchdog is not None:
+            self._watchdog.close()
+        proc = self._proc
+        if proc is None:
+            return None
+        p = proc._p
+        try:
+            if p.stdin is not None:
+                p.stdin.close()
+        except OSError:
+            pass
+        try:
+            code = p.wait(timeout=self.close_timeout)
+        except subprocess.TimeoutExpired:
+            logger.warning("ACE %s did not exit within %g s; killing it",
+                           self._kind, self.close_timeout)
+            p.kill()
+            code = p.wait()
+        self._reap(p)
+        tail = self._tails.get(p.pid)
+        if tail is not None:
+            tail.text(wait=1.0)  # let the drain thread finish
+        return code
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - safety net only
+        proc = getattr(self, "_proc", None)
+        if proc is not None and not getattr(self, "_closed", True):
+            try:
+                proc._p.kill()
+            except (OSError, AttributeError):
+                pass
+
+
+def _common_args(
+    timeout: float | None, max_chart_megabytes: int | None, max_unpack_megabytes: int | None
+) -> list[str]:
+    args: list[str] = []
+    if timeout is not None:
+        args += ["--timeout", str(_int_seconds(timeout))]
+    if max_chart_megabytes is not None:
+        args += ["--max-chart-megabytes", str(int(max_chart_megabytes))]
+    if max_unpack_megabytes is not None:
+        args += ["--max-unpack-megabytes", str(int(max_unpack_megabytes))]
+    return args
+
+
+def _ace_errors(response: Any) -> str | None:
+    messages = [str(e) for e in response.get("ERRORS") or ()]
+    if response.get("error"):
+        messages.append(str(response["error"]))
+    return "ACE: " + "; ".join(messages) if messages else None
+
+
+class AceParser(_AceProcess):
+    """A persistent ACE parsing process.
+
+    Args:
+        image: path to a compiled grammar image
+        executable: the ACE binary (a path, or a name looked up on ``PATH``)
+        n: at most this many readings per sentence (ACE ``-n``; ``None``: all)
+        timeout: ACE's own per-item time limit in seconds (``--timeout``)
+        max_chart_megabytes: ACE ``--max-chart-megabytes``
+        max_unpack_megabytes: ACE ``--max-unpack-megabytes``
+        watchdog: wall-clock seconds per item after which lit kills and
+            restarts ACE and reports the item as failed (``None``: no
+            watchdog); keep it above *timeout*
+        retries: how often an item whose ACE process died is retried on
+            the fresh process before it is reported as failed
+        env: environment of the ACE process (default: inherited)
+        ace_version: ACE's version if known (e.g. ``"0.9.34"``); otherwise
+            ``ACE -V`` is run once
+        extra_args: more ACE options (e.g. ``["--disable-generalization"]``)
+        startup_wait: seconds to watch a new ACE for an immediate exit (a bad
+            image); an exit later, before the first answer, is detected too
+        close_timeout: seconds to let ACE finish after end of input
+    Raises:
+        ACEError: ACE or the image is missing, or ACE exits at start
+    Example:
+        >>> with AceParser("erg.dat", executable="ace", n=2) as parser:  # doctest: +SKIP
+        ...     [len(r.readings) for r in parser.parse_from_iterable(["Dogs bark."])]
+        [2]
+    """
+
+    _kind = "parser"
+
+    def __init__(
+        self,
+        image: str | os.PathLike[str],
+        *,
+        executable: str | os.PathLike[str] = "ace",
+        n: int | None = DEFAULT_N,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        max_chart_megabytes: int | None = DEFAULT_MAX_CHART_MEGABYTES,
+        max_unpack_megabytes: int | None = DEFAULT_MAX_UNPACK_MEGABYTES,
+        watchdog: float | None = DEFAULT_WATCHDOG,
+        retries: int = 1,
+        env: Mapping[str, str] | None = None,
+        ace_version: str | Sequence[int] | None = None,
+        extra_args: Sequence[str] = (),
+        startup_wait: float = 0.2,
+        close_timeout: float = 5.0,
+    ) -> None:
+        if n is not None and n < 1:
+            raise ValueError(f"n must be >= 1 or None, not {n!r}")
+        self.n = n
+        cmdargs = ["-n", str(n)] if n else []
+        cmdargs += _common_args(timeout, max_chart_megabytes, max_unpack_megabytes)
+        cmdargs += list(extra_args)
+        super().__init__(
+            image,
+            executable=executable,
+            cmdargs=cmdargs,
+            watchdog=watchdog,
+            retries=retries,
+            env=env,
+            ace_version=ace_version,
+            startup_wait=startup_wait,
+            close_timeout=close_timeout,
+        )
+
+    def __enter__(self) -> AceParser:
+        return self
+
+    def _check(self, response: Any) -> None:
+        for result in response.get("results") or ():
+            mrs = result.get("mrs")
+            if not isinstance(mrs, str) or not mrs.lstrip().startswith("["):
+                raise ValueError(f"a result without an MRS: {str(result)[:200]}")
+
+    def parse(self, sentence: str) -> ParseResult:
+        """Parse *sentence*; failures come back as a result with ``error``."""
+        line = _one_line(sentence)
+        if not line:
+            return ParseResult(sentence, (), "empty sentence: nothing to parse")
+        response, error = self._interact(line)
+        if response is None:
+            return ParseResult(sentence, (), error)
+        readings = tuple(
+            Reading(
+                mrs=res["mrs"].strip(),
+                derivation=res.get("derivation"),
+                tree=res.get("tree"),
+            )
+            for res in response.get("results") or ()
+        )
+        if self.n:
+            readings = readings[: self.n]
+        return ParseResult(sentence, readings, _ace_errors(response))
+
+    def parse_from_iterable(self, sentences: Iterable[str]) -> Iterator[ParseResult]:
+        """Yield a :class:`ParseResult` for each of *sentences*, in order."""
+        for sentence in sentences:
+            yield self.parse(sentence)
+
+
+class AceGenerator(_AceProcess):
+    """A persistent ACE generation process (``ace -e``).
+
+    Takes the same arguments as :class:`AceParser` except *n*.
+
+    Example:
+        >>> with AceGenerator("erg.dat") as generator:  # doctest: +SKIP
+        ...     generator.generate(reading_mrs).surfaces
+        ('The dog chased the cat.',)
+    """
+
+    _kind = "generator"
+
+    def __init__(
+        self,
+        image: str | os.PathLike[str],
+        *,
+        executable: str | os.PathLike[str] = "ace",
+        timeout: float | None = DEFAULT_TIMEOUT,
+        max_chart_megabytes: int | None = DEFAULT_MAX_CHART_MEGABYTES,
+        max_unpack_megabytes: int | None = DEFAULT_MAX_UNPACK_MEGABYTES,
+        watchdog: float | None = DEFAULT_WATCHDOG,
+        retries: int = 1,
+        env: Mapping[str, str] | None = None,
+        ace_version: str | Sequence[int] | None = None,
+        extra_args: Sequence[str] = (),
+        startup_wait: float = 0.2,
+        close_timeout: float = 5.0,
+    ) -> None:
+        cmdargs = _common_args(timeout, max_chart_megabytes, max_unpack_megabytes)
+        cmdargs += list(extra_args)
+        super().__init__(
+            image,
+            executable=executable,
+            cmdargs=cmdargs,
+            watchdog=watchdog,
+            retries=retries,
+            env=env,
+            ace_version=ace_version,
+            startup_wait=startup_wait,
+            close_timeout=close_timeout,
+        )
+
+    def __enter__(self) -> AceGenerator:
+        return self
+
+    def _check(self, response: Any) -> None:
+        for result in response.get("results") or ():
+            if not isinstance(result.get("surface", result.get("SENT")), str):
+                raise ValueError(f"a realization without a surface: {str(result)[:200]}")
+
+    def generate(self, mrs: MRS | str) -> GenerationResult:
+        """Realize *mrs* (an MRS or SimpleMRS string); character spans are removed.
+
+        Failures, including an MRS that cannot be read, come back as a
+        result with ``error``.
+        """
+        from lit.parse import mrs_for_generation
+
+        try:
+            line = mrs_for_generation(mrs)
+        except ValueError as exc:
+            text = mrs if isinstance(mrs, str) else repr(mrs)
+            return GenerationResult(text, (), f"invalid MRS: {exc}")
+        response, error = self._interact(line)
+        if response is None:
+            return GenerationResult(line, (), error)
+        surfaces = tuple(
+            str(res.get("surface", res.get("SENT"))).strip()
+            for res in response.get("results") or ()
+        )
+        return GenerationResult(line, surfaces, _ace_errors(response))
+
+    def generate_from_iterable(self, mrss: Iterable[MRS | str]) -> Iterator[GenerationResult]:
+        """Yield a :class:`GenerationResult` for each of *mrss*, in order."""
+        for m in mrss:
+            yield self.generate(m)
