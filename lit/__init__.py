@@ -31,12 +31,28 @@ from lit.errors import (
 
 # public name -> module that defines it (imported lazily, see __getattr__)
 _LAZY: dict[str, str] = {
+    # grammars (issue #2)
+    "GrammarProfile": "lit.grammar",
+    "Grammar": "lit.grammar",
+    "load_profile": "lit.grammar",
+    "list_profiles": "lit.grammar",
+    "resolve_grammar": "lit.grammar",
+    "install_grammar": "lit.install",
     # rules and transformations (issue #3)
     "Rule": "lit.rules",
     "RuleSet": "lit.rules",
     "Applied": "lit.rules",
     "apply_chain": "lit.rules",
     "Semantics": "lit.transform",
+    # evaluation and analysis (issue #6)
+    "contrast_sets": "lit.contrast",
+    "evaluate_records": "lit.evaluate",
+    "Evaluation": "lit.evaluate",
+    "Metrics": "lit.evaluate",
+    "read_predictions": "lit.evaluate",
+    "analyze_parsed": "lit.analyze",
+    "Analysis": "lit.analyze",
+    "Predictor": "lit.predict",
 }
 
 __all__ = [

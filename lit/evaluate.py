@@ -94,6 +94,11 @@ _FALLBACK: dict[str, str | None] = {
     "s": "swap", "swap": "swap",
 }  # fmt: skip
 
+# phenomenon names of the rules registry -> the names lit reports (so that
+# results are the same with and without the registry)
+_RENAME = {"voice": "passive", "argument": "swap", "it-cleft": "cleft", "itcleft": "cleft",
+           "modal": "modality"}
+
 _IDENTITY = "identity"
 _SAMPLE = 10
 
@@ -261,8 +266,10 @@ def phenomenon_resolver(*, use_registry: bool = True) -> Callable[[str], str | N
     The rules registry (:meth:`lit.rules.RuleSet.load`) is used when it
     can be loaded and knows the token; otherwise a built-in table of lit's
     aliases (``o p pr f prog perf m n q i i2 pa s`` and their long names).
-    The identity (``o``) maps to ``None``; an unknown token maps to
-    ``"other"`` (with a warning).
+    The registry's phenomenon names ``voice`` and ``argument`` are reported
+    as ``passive`` and ``swap``, so results do not depend on which source
+    answered. The identity (``o``) maps to ``None``; an unknown token maps
+    to ``"other"`` (with a warning).
 
     Example:
         >>> resolve = phenomenon_resolver(use_registry=False)
@@ -298,9 +305,14 @@ def phenomenon_resolver(*, use_registry: bool = True) -> Callable[[str], str | N
                 value = str(ph).lower() if ph else None
                 if value in (_IDENTITY, "original", "none"):
                     value = None
+                elif value is not None:
+                    value = _RENAME.get(value, value)
         if not found:
+            base = token.split(":", 1)[0]  # m:can -> m
             if token in _FALLBACK:
                 value = _FALLBACK[token]
+            elif base in _FALLBACK:
+                value = _FALLBACK[base]
             else:
                 if token not in warned:
                     logger.warning("unknown rule %r: counted under phenomenon 'other'", token)

@@ -1,0 +1,133 @@
+"""lit.contrast: grouping `lit transform` records into contrast sets."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from lit.contrast import contrast_sets, item_id, perturbation
+from lit.errors import InputError
+from lit.jsonl import read_jsonl
+
+
+def nli(orig_id, spec, status="ok", gold="entailment", orig_gold="neutral", reason=None):
+    premise, _, hypothesis = spec.partition(";")
+    rec = {
+        "id": orig_id, "spec": spec, "status": status, "reason": reason,
+        "original": {"pairID": str(orig_id), "sentence1": "A dog barks.",
+                     "sentence2": "An animal barks.", "gold_label": orig_gold},
+    }
+    if status == "ok":
+        rec.update({
+            "sentence1": f"{spec} premise", "sentence2": f"{spec} hypothesis", "gold_label": gold,
+            "label_rule": {"table": "labels.toml", "row": spec, "source": "paper",
+                           "from": orig_gold},
+            "premise": {"chain": premise, "sentence": f"{spec} premise",
+                        "candidates": [{"sentence": "x", "score": 1.0}], "mrs": "[ ... ]"},
+            "hypothesis": {"chain": hypothesis, "sentence": f"{spec} hypothesis",
+                           "candidates": []},
+        })
+    return rec
+
+
+def test_item_id_is_orig_id_colon_spec():
+    assert item_id("p1", "f;p+i") == "p1:f;p+i"
+    assert item_id(7, "n;o") == "7:n;o"
+
+
+def test_groups_adjacent_records_in_order():
+    records = [
+        nli("a", "n;o", gold="contradiction"),
+        nli("a", "pa;pa", status="skipped", reason="inapplicable: ARG2 is not an x"),
+        nli("a", "f;p+i", gold="neutral"),
+        nli("b", "n;o", status="error", reason="error: ACE died"),
+    ]
+    sets = list(contrast_sets(records))
+    assert [s["id"] for s in sets] == ["a", "b"]
+    a, b = sets
+    assert a["original"] == records[0]["original"]
+    assert [i["id"] for i in a["items"]] == ["a:n;o", "a:f;p+i"]
+    assert a["size"] == 3
+    first = a["items"][0]
+    assert first["sentence1"] == "n;o premise" and first["gold_label"] == "contradiction"
+    assert first["label_rule"]["row"] == "n;o"
+    assert first["perturbation"] == {"spec": "n;o", "premise": "n", "hypothesis": "o"}
+    assert a["items"][1]["perturbation"] == {"spec": "f;p+i", "premise": "f",
+                                             "hypothesis": "p+i"}
+    # candidate lists and MRSs are not copied
+    assert "candidates" not in json.dumps(a) and "mrs" not in first
+    assert a["skipped"] == [{"spec": "pa;pa", "status": "skipped",
+                             "reason": "inapplicable: ARG2 is not an x"}]
+    # a set of size one: nothing dropped, the reason is kept
+    assert b["items"] == [] and b["size"] == 1
+    assert b["skipped"][0]["status"] == "error"
+
+
+def test_streams_one_set_at_a_time():
+    pulled = []
+
+    def records():
+        for rec in [nli("a", "n;o"), nli("a", "f;f"), nli("b", "n;o"), nli("b", "f;f"),
+                    nli("c", "n;o")]:
+            pulled.append(rec["id"])
+            yield rec
+
+    it = contrast_sets(records())
+    first = next(it)
+    assert first["id"] == "a"
+    # only one record of the next original has been read
+    assert pulled == ["a", "a", "b"]
+    assert [s["id"] for s in it] == ["b", "c"]
+
+
+def test_non_adjacent_records_are_an_error_or_grouped_in_memory():
+    text = "\n".join(json.dumps(r) for r in [nli("a", "n;o"), nli("b", "n;o"), nli("a", "f;f")])
+    with pytest.raises(InputError) as info:
+        list(contrast_sets(read_jsonl(io.StringIO(text)), source="t.jsonl"))
+    message = str(info.value)
+    assert message.startswith("t.jsonl:3: ") and "not adjacent" in message
+    assert "line 1" in message and "--unsorted" in message
+    sets = list(contrast_sets(read_jsonl(io.StringIO(text)), adjacent=False))
+    assert [(s["id"], [i["spec"] for i in s["items"]]) for s in sets] == [
+        ("a", ["n;o", "f;f"]), ("b", ["n;o"])]
+
+
+def test_duplicate_id_and_spec_is_an_error():
+    with pytest.raises(InputError, match=r"line 2: duplicate record for id 'a' and spec 'n;o'"):
+        list(contrast_sets([nli("a", "n;o"), nli("a", "n;o")]))
+    with pytest.raises(InputError, match="duplicate"):
+        list(contrast_sets([nli("a", "n;o"), nli("b", "f;f"), nli("a", "n;o")], adjacent=False))
+
+
+@pytest.mark.parametrize("broken, message", [
+    ({"spec": "n;o", "status": "ok"}, "no 'id' field"),
+    ({"id": "a", "status": "ok"}, "no 'spec' field"),
+    ({"id": "a", "spec": "n;o"}, "no 'status' field"),
+    ({"id": "a", "spec": "n;o", "status": "done"}, "unknown status 'done'"),
+])
+def test_bad_records_name_the_line(broken, message):
+    with pytest.raises(InputError, match=f"x.jsonl:2: .*{message}"):
+        list(contrast_sets([(1, nli("a", "n;o")), (2, broken)], source="x.jsonl"))
+
+
+def test_plain_text_records():
+    records = [
+        {"id": 1, "spec": "n", "status": "ok", "reason": None,
+         "original": {"sentence": "The dog barks."}, "sentence": "The dog does not bark.",
+         "chain": "n", "candidates": []},
+        {"id": 1, "spec": "pa", "status": "skipped", "reason": "inapplicable: intransitive",
+         "original": {"sentence": "The dog barks."}, "sentence": None, "chain": "pa"},
+    ]
+    (s,) = contrast_sets(records)
+    assert s["id"] == 1 and s["original"] == {"sentence": "The dog barks."}
+    assert s["items"] == [{"id": "1:n", "spec": "n", "sentence": "The dog does not bark.",
+                           "perturbation": {"spec": "n", "chain": "n"}}]
+    assert s["skipped"] == [{"spec": "pa", "status": "skipped",
+                             "reason": "inapplicable: intransitive"}]
+
+
+def test_perturbation_falls_back_to_the_spec():
+    assert perturbation({"spec": "m;q"}) == {"spec": "m;q", "premise": "m", "hypothesis": "q"}
+    assert perturbation({"spec": "n"}) == {"spec": "n", "chain": "n"}
