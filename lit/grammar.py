@@ -523,17 +523,20 @@ def list_profiles(*, home: str | os.PathLike[str] | None = None) -> list[Grammar
 def default_grammar(*, home: str | os.PathLike[str] | None = None) -> str:
     """The name of the default grammar (the profile with ``default = true``).
 
-    A user profile marked default wins over a shipped one.
+    Each directory of :func:`profile_dirs` is a level; a profile marked
+    default at a higher level (the user's) wins over one at a lower level
+    (shipped with lit), even if the user's profile of the shipped default
+    grammar does not repeat ``default = true``.
 
     Raises:
         GrammarError: if no profile, or more than one at the same level, is
         marked default
     """
-    profiles = list_profiles(home=home)
-    defaults = [p for p in profiles if p.default]
-    user_dir = Path(home if home is not None else lit_home(None)) / "grammars"
-    user = [p for p in defaults if p.path is not None and p.path.parent == user_dir]
-    chosen = user or defaults
+    chosen: list[GrammarProfile] = []
+    for directory in reversed(profile_dirs(home)):
+        chosen = [p for p in map(_read_profile, sorted(directory.glob("*.toml"))) if p.default]
+        if chosen:
+            break
     if len(chosen) == 1:
         return chosen[0].name
     if not chosen:

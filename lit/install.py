@@ -376,9 +376,12 @@ def install_grammar(
     name = profile.name
     existing = read_registry(home).get(name)
     if existing is not None and not force:
-        logger.info("grammar %s is already installed (%s); use force to re-install",
-                    name, existing.image)
-        return existing
+        intact = existing.image.is_file() and (existing.ace is None or existing.ace.is_file())
+        if intact:
+            logger.info("grammar %s is already installed (%s); use force to re-install",
+                        name, existing.image)
+            return existing
+        logger.warning("files of grammar %s are missing; installing it again", name)
     plat = _pick_platform(profile, platform)
     image_dl = profile.image.get(plat)
     ace_dl = profile.ace.get(plat)

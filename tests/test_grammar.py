@@ -202,6 +202,9 @@ def test_user_profile_is_found_and_overrides(lit_home):
     text = GOOD_PROFILE.format(name="erg-1214")
     write_user_profile(lit_home, text, name="erg-1214")
     assert load_profile("erg-1214", home=lit_home).erg_version == "9999"
+    # ... and stays the default although the user's profile does not say so
+    assert not load_profile("erg-1214", home=lit_home).default
+    assert default_grammar(home=lit_home) == "erg-1214"
 
 
 def test_unknown_grammar(lit_home):

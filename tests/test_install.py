@@ -270,6 +270,11 @@ def test_install_twice_reuses_and_force_reinstalls(lit_home, server):
     first = install_grammar(profile, home=lit_home)
     assert install_grammar(profile, home=lit_home) == first  # already installed: no download
     assert len(server.requests) == 2
+    first.image.unlink()  # broken installation: installed again
+    first = install_grammar(profile, home=lit_home)
+    assert first.image.is_file()
+    assert server.requests[2:] == ["/test-erg-0.9.34.dat.bz2"]  # ACE reused
+    del server.requests[2:]
     # a second grammar with the same ACE version reuses the installed ACE
     image2 = server.serve("/other.dat.bz2", bz2.compress(b"other image"))
     other = write_profile(lit_home, name="other-erg", ace_url=ace_url, image_url=image2)

@@ -111,14 +111,16 @@ def _stdout_console() -> Console:
 # list
 
 
-def _status(profile: Any, home: Path, env: dict[str, str]) -> dict[str, Any]:
+def _status(
+    profile: Any, home: Path, env: dict[str, str], default: str | None = None
+) -> dict[str, Any]:
     """One row of `lit grammar list`: what is installed for *profile*."""
     from lit.grammar import ace_version_of, resolve_grammar
 
     row: dict[str, Any] = {
         "name": profile.name,
         "erg_version": profile.erg_version,
-        "default": profile.default,
+        "default": profile.name == default if default is not None else profile.default,
         "installed": False,
         "image": None,
         "ace": None,
@@ -165,11 +167,15 @@ def list_command(
     from: downloaded, added (by hand), compiled, or env (LIT_GRAMMAR_<NAME>,
     LIT_ACE).
     """
-    from lit.grammar import list_profiles
+    from lit.grammar import default_grammar, list_profiles
 
     env = _env()
     home = _home()
-    rows = [_status(p, home, env) for p in list_profiles(home=home)]
+    try:
+        default: str | None = default_grammar(home=home)
+    except GrammarError:
+        default = None
+    rows = [_status(p, home, env, default) for p in list_profiles(home=home)]
     if as_json:
         for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False))
