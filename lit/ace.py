@@ -504,7 +504,21 @@ class _AceProcess:
 
     @property
     def watchdog(self) -> float | None:
+        """Seconds per item before lit kills ACE (``None``: no watchdog); settable."""
         return None if self._watchdog is None else self._watchdog.seconds
+
+    @watchdog.setter
+    def watchdog(self, seconds: float | None) -> None:
+        if seconds is not None and seconds <= 0:
+            raise ValueError(f"watchdog must be positive seconds or None, not {seconds!r}")
+        if seconds is None:
+            if self._watchdog is not None:
+                self._watchdog.close()
+            self._watchdog = None
+        elif self._watchdog is None:
+            self._watchdog = _Watchdog(seconds, self._expire)
+        else:
+            self._watchdog.seconds = seconds
 
     @property
     def pid(self) -> int | None:
@@ -552,6 +566,7 @@ class _AceProcess:
             except subprocess.TimeoutExpired:
                 pass
             else:
+                self._reap(p)
                 raise self._start_error(code, tail)
         return p
 
@@ -615,6 +630,7 @@ class _AceProcess:
                 # died between items (e.g. killed from outside): not this item's fault
                 tail = self._tails.get(p.pid)
                 if p.returncode > 0 and self._items_on_process == 0 and tail is not None:
+                    self._reap(p)
                     raise self._start_error(p.returncode, tail)
                 logger.warning(
                     "ACE %s process exited between items (exit code %s); restarting",
