@@ -410,7 +410,7 @@ def evaluate(
     if missing not in ("exclude", "wrong"):
         raise ValueError(f"missing must be 'exclude' or 'wrong', not {missing!r}")
     resolve = resolve or phenomenon_resolver()
-    preds = {str(k): v for k, v in predictions.items()}
+    preds = {str(k): _norm(v) for k, v in predictions.items()}
     by_spec: dict[str, _Accumulator] = {}
     by_ph: dict[str, _Accumulator] = {}
     overall = _Accumulator()

@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 
 from lit.cli._app import app
-from lit.cli._common import echo_summary, is_quiet, progress, stderr_console
+from lit.cli._common import echo_summary, is_quiet, progress
 from lit.errors import LitError
 
 _JsonOpt = Annotated[
@@ -35,13 +35,25 @@ _PlotOpt = Annotated[
 ]
 
 
-def _table_console(as_json: bool) -> Console | None:
+def _table_console(ctx: typer.Context, as_json: bool) -> Console | None:
     """Where the table goes: stdout, or stderr with --json; None when quiet with --json."""
     if not as_json:
-        return Console(file=sys.stdout)
-    if is_quiet():
+        return _console(sys.stdout)
+    if is_quiet(ctx):
         return None
-    return stderr_console()
+    return _console(sys.stderr)
+
+
+def _console(stream: Any) -> Console:
+    # a table piped to a file is not cut to 80 columns
+    tty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(file=stream, stderr=stream is sys.stderr, width=None if tty else 160)
+
+
+def _summary(ctx: typer.Context, counts: dict[str, int]) -> None:
+    # is_quiet() without a context cannot see typer's (vendored click) context
+    if not is_quiet(ctx):
+        echo_summary(counts, order=list(counts))
 
 
 def _write_json(obj: Any) -> None:
@@ -63,6 +75,7 @@ def _check_missing(value: str) -> str:
     epilog="Example: lit evaluate contrast.jsonl predictions.jsonl --plot metrics.png",
 )
 def evaluate_cmd(
+    ctx: typer.Context,
     transformed: Annotated[
         str, typer.Argument(help="`lit transform` output (JSONL); - reads stdin.")
     ],
@@ -116,7 +129,7 @@ def evaluate_cmd(
         adjacent=not unsorted,
         source=source,
     )
-    console = _table_console(as_json)
+    console = _table_console(ctx, as_json)
     if console is not None:
         console.print(ev_mod.evaluation_table(result))
     if as_json:
@@ -124,7 +137,8 @@ def evaluate_cmd(
     if plot is not None:
         ev_mod.plot_evaluation(result, plot)
     c = result.counts
-    echo_summary(
+    _summary(
+        ctx,
         {
             "originals": c.get("originals", 0),
             "evaluated sets": c.get("evaluated_sets", 0),
@@ -132,14 +146,12 @@ def evaluate_cmd(
             "missing original predictions": c.get("missing_originals", 0),
             "missing item predictions": c.get("missing_items", 0),
         },
-        order=["originals", "evaluated sets", "without contrast items",
-               "missing original predictions", "missing item predictions"],
     )
-    _warn_missing(result)
+    _warn_missing(ctx, result)
 
 
-def _warn_missing(result: Any) -> None:
-    if is_quiet():
+def _warn_missing(ctx: typer.Context, result: Any) -> None:
+    if is_quiet(ctx):
         return
     for kind in ("originals", "items"):
         info = result.missing[kind]
@@ -162,6 +174,7 @@ def _warn_missing(result: Any) -> None:
     epilog="Example: lit predict --model ./my-nli-model contrast.jsonl > predictions.jsonl",
 )
 def predict_cmd(
+    ctx: typer.Context,
     transformed: Annotated[
         str, typer.Argument(help="`lit transform` output (JSONL); - reads stdin.")
     ] = "-",
@@ -203,7 +216,7 @@ def predict_cmd(
     ) as predictor:
         for pred in predictor.predict(examples, on_batch=bar.advance):
             writer.write(pred)
-    echo_summary({"predictions": writer.count}, order=["predictions"])
+    _summary(ctx, {"predictions": writer.count})
 
 
 def _records(source: str) -> Any:
@@ -221,6 +234,7 @@ def _records(source: str) -> Any:
     "(or: lit analyze -g erg-1214 snli_dev.jsonl)",
 )
 def analyze_cmd(
+    ctx: typer.Context,
     source: Annotated[
         str, typer.Argument(help="`lit parse` output (JSONL with readings), a dataset (JSONL "
                             "with sentence1/sentence2 or sentence), or text, one sentence a "
@@ -262,18 +276,15 @@ def analyze_cmd(
                 "or pass `lit parse` output"
             )
         result = _analyze_raw(an_mod, items, grammar, dedupe=not keep_duplicates)
-    console = _table_console(as_json)
+    console = _table_console(ctx, as_json)
     if console is not None:
         console.print(an_mod.analysis_table(result))
     if as_json:
         _write_json(result.to_dict())
     if plot is not None:
         an_mod.plot_analysis(result, plot)
-    echo_summary(
-        {"sentences": result.sentences, "parsed": result.parsed,
-         "not parsed": result.sentences - result.parsed},
-        order=["sentences", "parsed", "not parsed"],
-    )
+    _summary(ctx, {"sentences": result.sentences, "parsed": result.parsed,
+                   "not parsed": result.sentences - result.parsed})
 
 
 def _analyze_raw(an_mod: Any, sentences: Any, grammar: str, *, dedupe: bool) -> Any:
