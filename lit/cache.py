@@ -16,14 +16,15 @@ determines them:
 
 What is cached
 --------------
-Only results that would come out the same if the parse were repeated:
-results with readings, results without readings and without an error
-("no parse"), and errors whose text starts with one of
-:data:`DETERMINISTIC_ERRORS` (input or resource-limit conditions that follow
-from the sentence and the options, which are part of the key). Transient
-failures -- a watchdog kill, an ACE crash or restart, a wall-clock timeout,
-a broken pipe -- are *not* cached, so the next run tries again. The policy
-can be replaced by passing *cacheable* to :class:`CachedParser`.
+Only results that would come out the same if the parse were repeated
+(:func:`is_cacheable`): results with readings; results without readings and
+without an error ("no parse"); errors whose text starts with one of
+:data:`DETERMINISTIC_ERRORS` (e.g. an empty sentence); and ACE's reports of
+hitting a memory cap (the caps are part of the key). Transient failures --
+a watchdog kill, an ACE crash or restart, a timeout (it depends on the load
+of the machine), unreadable output -- are *not* cached, so the next run tries
+again. Unknown error texts are not cached either. The policy can be replaced
+by passing *cacheable* to :class:`CachedParser`.
 
 Concurrency
 -----------
@@ -58,24 +59,32 @@ __all__ = [
     "canonical_options",
     "default_cache_path",
     "is_cacheable",
+    "parser_cache_key",
     "DETERMINISTIC_ERRORS",
 ]
 
 logger = logging.getLogger(__name__)
 
-#: Error prefixes of parse results that are deterministic, hence cached.
-#: Anything else with an error (watchdog kill, crash, timeout) is not cached.
+#: Error texts (lower-cased prefixes) of deterministic failures, which are cached.
 DETERMINISTIC_ERRORS: tuple[str, ...] = (
     "no parse",
     "no-parse",
+    "empty sentence",
     "invalid-input",
     "invalid input",
     "too long",
     "too many tokens",
-    "memory limit",
-    "memory cap",
-    "edge limit",
-    "unknown word",
+)
+
+#: Parts of ACE's own error messages that follow from the sentence and the
+#: memory caps in the key (cached), e.g. ``"ACE: hit RAM limit while unpacking"``.
+_DETERMINISTIC_PARTS: tuple[str, ...] = ("ram limit", "memory limit", "edge limit")
+
+#: Parts of error messages of transient failures (never cached, even if an
+#: otherwise deterministic marker is present).
+_TRANSIENT_PARTS: tuple[str, ...] = (
+    "timed out", "timeout", "watchdog", "died", "restart", "killed", "crash",
+    "unreadable", "broken pipe", "signal",
 )
 
 _SCHEMA_VERSION = "1"
@@ -168,7 +177,23 @@ def is_cacheable(result: Mapping[str, Any]) -> bool:
     if not error:
         return True
     text = str(error).strip().lower()
-    return text.startswith(DETERMINISTIC_ERRORS)
+    if any(part in text for part in _TRANSIENT_PARTS):
+        return False
+    return text.startswith(DETERMINISTIC_ERRORS) or any(p in text for p in _DETERMINISTIC_PARTS)
+
+
+def parser_cache_key(parser: Any, image_sha256: str, **options: Any) -> CacheKey:
+    """The :class:`CacheKey` of an :class:`lit.ace.AceParser` and its grammar image.
+
+    The parse options are the ACE command-line arguments of *parser* (``-n``,
+    ``--timeout``, memory caps, extra arguments) plus *options* (e.g. the
+    reading selection method, if results depend on it).
+    """
+    version = getattr(parser, "ace_version", None)
+    if isinstance(version, (tuple, list)):
+        version = ".".join(str(v) for v in version)
+    cmdargs = list(getattr(parser, "cmdargs", ()))
+    return CacheKey.create(image_sha256, version, cmdargs=cmdargs, **options)
 
 
 def _corrupt(path: Path, exc: BaseException) -> CacheError:

@@ -17,6 +17,7 @@ from lit.cache import (
     canonical_options,
     default_cache_path,
     is_cacheable,
+    parser_cache_key,
 )
 from lit.errors import LitError
 
@@ -257,3 +258,39 @@ def _child_put(cache: ParseCache) -> None:
     assert cache.get(KEY, "Parent.") is not None
     cache.put(KEY, "Child.", {"readings": [], "error": None})
     cache.close()
+
+
+def test_policy_on_ace_layer_errors():
+    # the error texts lit.ace produces
+    assert is_cacheable({"error": "empty sentence: nothing to parse"})
+    assert is_cacheable({"error": "ACE: hit RAM limit while unpacking"})
+    assert not is_cacheable({"error": "ACE timed out after 30 s (watchdog); process restarted"})
+    assert not is_cacheable({"error": "ACE process died 2 times (exit code -11); restarted"})
+    assert not is_cacheable({"error": "unreadable output from ACE (ValueError: x); "
+                                      "process restarted"})
+    assert not is_cacheable({"error": "ACE: timed out"})
+    assert not is_cacheable({"error": "something nobody anticipated"})
+
+
+def test_parser_cache_key():
+    class _P:
+        ace_version = (0, 9, 30)
+        cmdargs = ("-n", "5", "--timeout", "10")
+
+    key = parser_cache_key(_P(), "ab12", select="roundtrip")
+    assert key.ace_version == "0.9.30"
+    assert key.options == '{"cmdargs":["-n","5","--timeout","10"],"select":"roundtrip"}'
+
+
+def test_with_real_parse_result(tmp_path):
+    from lit.ace import ParseResult, Reading
+
+    class _P:
+        def parse(self, sentence):
+            return ParseResult(sentence, (Reading("[ TOP: h0 ]", "(deriv)"),))
+
+    with ParseCache(tmp_path / "c.sqlite") as cache:
+        cp = CachedParser(_P(), cache, KEY)  # default decoder: lit.ace.ParseResult
+        first = cp.parse("Dogs bark.")
+        assert cp.parse("Dogs bark.") == first
+        assert isinstance(first, ParseResult) and cp.hits == 1
