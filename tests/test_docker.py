@@ -358,27 +358,38 @@ def test_no_build_toolchain_in_final_image(parsed):
 # --------------------------------------------------------------------------
 # lit commands: the Dockerfile and docker/README.md against the real CLI
 
-_SEPARATORS = {";", "&&", "||", "|", "(", ")", "&", "\n"}
+_SEPARATORS = {";", "&&", "||", "|", "(", ")", "&"}
 _KEYWORDS = {"then", "else", "do", "if", "elif", "while", "until", "!"}
 
 
 def shell_commands(script: str) -> list[list[str]]:
-    """Simple commands of a POSIX shell *script*, as lists of words."""
-    lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
+    """Simple commands of a POSIX shell *script*, as lists of words.
+
+    Lines ending in a backslash continue; redirections (``> file``) are
+    dropped with their target.
+    """
     commands: list[list[str]] = []
-    current: list[str] = []
-    for token in lexer:
-        if token in _SEPARATORS or set(token) <= set(";&|()"):
-            if current:
-                commands.append(current)
-            current = []
-        elif not current and token in _KEYWORDS:
-            continue
-        else:
-            current.append(token)
-    if current:
-        commands.append(current)
+    for line in script.replace("\\\n", " ").splitlines():
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        current: list[str] = []
+        skip_next = False
+        for token in lexer:
+            if skip_next:
+                skip_next = False
+            elif set(token) <= set("<>"):
+                skip_next = True  # the redirection's target
+            elif token in _SEPARATORS or set(token) <= set(";&|()"):
+                if current:
+                    commands.append(current)
+                current = []
+            elif not current and token in _KEYWORDS:
+                continue
+            else:
+                current.append(token)
+        if current:
+            commands.append(current)
     return commands
 
 
@@ -429,7 +440,6 @@ def _readme_shell_blocks() -> list[tuple[int, str]]:
 def _readme_docker_commands() -> list[tuple[int, list[str]]]:
     out = []
     for lineno, script in _readme_shell_blocks():
-        script = re.sub(r"\\\n", " ", script)
         for words in shell_commands(script):
             if words[:1] == ["docker"]:
                 out.append((lineno, words))
@@ -540,6 +550,11 @@ def test_readme_build_args_exist(parsed):
     for lineno, words in builds:
         assert "docker/Dockerfile" in words, f"line {lineno}: build with -f docker/Dockerfile"
         for k, word in enumerate(words):
+            if word == "--build-context":
+                name = words[k + 1].partition("=")[0]
+                assert name in {s.name for s in stages}, (
+                    f"line {lineno}: --build-context {name} replaces no stage of the Dockerfile"
+                )
             if word != "--build-arg":
                 continue
             name, _, value = words[k + 1].partition("=")
