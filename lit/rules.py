@@ -508,6 +508,7 @@ class MrsItem:
 def _syntax_message(exc: Exception) -> str:
     lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
     where = next((ln for ln in lines if ln.startswith("line ")), "")
+    where = where.split(", ", 1)[-1]  # the MRS is one line: keep "character N"
     return f"{lines[-1] if lines else type(exc).__name__} ({where})" if where else lines[-1]
 
 
@@ -554,7 +555,13 @@ def read_mrs_items(
     from lit.errors import InputError
     from lit.jsonl import Skipped, read_lines
 
-    name = "<stdin>" if source in (None, "-") else str(getattr(source, "name", source))
+    if source is None or source == "-":
+        name = "<stdin>"
+    elif isinstance(source, (str, os.PathLike)):
+        name = os.fspath(source)
+    else:
+        name = getattr(source, "name", None)
+        name = name if isinstance(name, str) else "<stream>"
     for lineno, line in read_lines(source, on_error="skip" if on_error == "skip" else "fail"):
         if isinstance(line, Skipped):
             yield MrsItem(lineno, None, None, f"invalid-input: {line.reason}")
