@@ -45,6 +45,7 @@ __all__ = [
     "blemish",
     "clean_realizations",
     "generate_candidates",
+    "Expectation",
 ]
 
 logger = logging.getLogger(__name__)
@@ -168,3 +169,101 @@ def generate_candidates(generator: Any, m: Any) -> tuple[Realizations, str | Non
     cleaned = clean_realizations(surfaces)
     logger.debug("generated %d strings, %d candidates", cleaned.total, len(cleaned.candidates))
     return cleaned, error
+
+
+# -- --verify ----------------------------------------------------------------
+
+_CHECKED_PROPERTIES = ("SF", "TENSE", "MOOD", "PROG", "PERF")
+_UNDERSPECIFIED = {"tense", "sort", "bool", "", None}
+
+
+def _heads(m: Any) -> dict[str, str]:
+    """variable -> predicate of the (first) non-quantifier EP it is ARG0 of."""
+    from delphin.mrs import RESTRICTION_ROLE
+
+    heads: dict[str, str] = {}
+    for ep in m.rels:
+        if RESTRICTION_ROLE in ep.args:
+            continue
+        heads.setdefault(ep.iv, ep.predicate)
+    return heads
+
+
+def _triples(m: Any) -> set[tuple[str, str, str]]:
+    """``(predicate, role, predicate of the argument)`` for individual/event arguments."""
+    from delphin import variable
+
+    heads = _heads(m)
+    out = set()
+    for ep in m.rels:
+        for role, value in ep.args.items():
+            if role == "ARG0" or not isinstance(value, str):
+                continue
+            try:
+                vtype = variable.type(value)
+            except ValueError:
+                continue
+            if vtype in ("x", "e", "i") and value in heads:
+                out.add((ep.predicate, role, heads[value]))
+    return out
+
+
+def _index_properties(m: Any) -> dict[str, str]:
+    props = m.variables.get(m.index, {}) if m.index else {}
+    return {k: str(v).lower() for k, v in props.items()
+            if k in _CHECKED_PROPERTIES and str(v).lower() not in _UNDERSPECIFIED}
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """What a re-parse of a realization must show for ``--verify``.
+
+    Derived from the MRS before and after a chain (:meth:`derive`), so it
+    works for any rule: the INDEX event's SF/TENSE/MOOD/PROG/PERF as in the
+    output (``TENSE fut`` for ``f``, ``SF ques`` for ``q``, the cleft or
+    modal event's values for ``i``/``m``), every predicate the chain added
+    (``neg``, ``_may_v_modal``, ``parg_d``, ``_be_v_itcleft``), every new
+    predicate–role–argument triple (e.g. the swapped ARG1/ARG2 of ``s``),
+    and every new ICONS relation (``topic`` for the ERG 2018 passive).
+    A re-parse passes if one of its readings has all of them.
+    """
+
+    index: tuple[tuple[str, str], ...] = ()
+    predicates: tuple[str, ...] = ()
+    triples: tuple[tuple[str, str, str], ...] = ()
+    icons: tuple[str, ...] = ()
+
+    @classmethod
+    def derive(cls, before: Any, after: Any) -> Expectation:
+        from collections import Counter
+
+        new_preds = Counter(ep.predicate for ep in after.rels) - Counter(
+            ep.predicate for ep in before.rels)
+        new_icons = Counter(ic.relation for ic in after.icons) - Counter(
+            ic.relation for ic in before.icons)
+        return cls(
+            tuple(sorted(_index_properties(after).items())),
+            tuple(sorted(new_preds)),
+            tuple(sorted(_triples(after) - _triples(before))),
+            tuple(sorted(new_icons)),
+        )
+
+    def check(self, m: Any) -> bool:
+        """``True`` if the MRS *m* (a reading of the realization) shows the change."""
+        props = _index_properties(m)
+        if any(props.get(k) != v for k, v in self.index):
+            return False
+        preds = {ep.predicate for ep in m.rels}
+        if any(p not in preds for p in self.predicates):
+            return False
+        if self.triples and not set(self.triples) <= _triples(m):
+            return False
+        relations = {ic.relation for ic in m.icons}
+        return all(r in relations for r in self.icons)
+
+    def describe(self) -> str:
+        parts = [f"{k} {v}" for k, v in self.index]
+        parts += self.predicates
+        parts += [f"{p} {r} {a}" for p, r, a in self.triples]
+        parts += [f"ICONS {r}" for r in self.icons]
+        return "expected " + ", ".join(parts) if parts else "no change expected"
