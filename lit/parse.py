@@ -25,16 +25,21 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
 import unicodedata
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from delphin import predicate
 from delphin.codecs import simplemrs
 from delphin.exceptions import PyDelphinSyntaxError
 from delphin.mrs import EP, MRS, RESTRICTION_ROLE
+
+from lit.errors import InputError
+from lit.jsonl import Skipped, read_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from lit.ace import Generator, ParseResult
@@ -52,6 +57,11 @@ __all__ = [
     "same_surface",
     "roundtrips",
     "select_reading",
+    "SentenceItem",
+    "MrsItem",
+    "read_sentences",
+    "parse_record",
+    "read_mrs_inputs",
 ]
 
 logger = logging.getLogger(__name__)
@@ -244,3 +254,203 @@ def select_reading(
         if is_candidate(m) and roundtrips(m, sentence, generator):
             return i
     return None
+
+
+# --------------------------------------------------------------------------
+# records in and out (the JSONL of `lit parse` / `lit generate`)
+
+
+@dataclass(frozen=True, slots=True)
+class SentenceItem:
+    """One input item for parsing: *sentence* is ``None`` when *error* says why."""
+
+    id: Any
+    sentence: str | None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MrsItem:
+    """One input item for generation: *mrs* is ``None`` when *error* says why.
+
+    *extra* holds fields carried over to the output (``sentence``, ``chain``,
+    ``reading``).
+    """
+
+    id: Any
+    mrs: str | None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _source_name(source: Any) -> str:
+    if source is None or source == "-":
+        return "<stdin>"
+    return str(getattr(source, "name", source))
+
+
+def _json_line(line: str, name: str, lineno: int, on_error: str) -> dict[str, Any] | str:
+    """The JSON object on *line*, or the reason it is not one (with on_error="skip")."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
+    else:
+        if isinstance(obj, dict):
+            return obj
+        reason = f"expected a JSON object, got {type(obj).__name__}"
+    if on_error == "skip":
+        return reason
+    raise InputError(
+        reason + "; fix the line or pass --on-error skip", filename=name, lineno=lineno
+    )
+
+
+def read_sentences(source: Any, *, on_error: str = "fail") -> Iterator[SentenceItem]:
+    """Yield a :class:`SentenceItem` per sentence in *source*.
+
+    *source* is a path, an open text stream, or ``None``/``"-"`` for stdin.
+    Lines of plain text are sentences with their line number as id; a line
+    that starts with ``{`` is a JSON object whose ``sentence`` (or ``text``)
+    is parsed and whose ``id`` is kept (default: the line number). Blank
+    lines are not items. A line that cannot be read raises
+    :class:`~lit.errors.InputError` naming file and line, or with
+    ``on_error="skip"`` becomes an item with the reason in ``error``.
+    """
+    name = _source_name(source)
+    for lineno, line in read_lines(source, on_error="skip" if on_error == "skip" else "fail"):
+        if isinstance(line, Skipped):
+            yield SentenceItem(lineno, None, f"invalid input: {line.reason}")
+            continue
+        if not line.strip():
+            continue
+        if not line.lstrip().startswith("{"):
+            yield SentenceItem(lineno, line.strip())
+            continue
+        obj = _json_line(line, name, lineno, on_error)
+        if isinstance(obj, str):
+            yield SentenceItem(lineno, None, f"invalid input: {obj}")
+            continue
+        item_id = obj.get("id", lineno)
+        text = obj.get("sentence", obj.get("text"))
+        if not isinstance(text, str):
+            reason = "no 'sentence' or 'text' string in the JSON object"
+            if on_error != "skip":
+                raise InputError(reason, filename=name, lineno=lineno)
+            yield SentenceItem(item_id, None, f"invalid input: {reason}")
+            continue
+        yield SentenceItem(item_id, text)
+
+
+def parse_record(
+    item_id: Any,
+    result: ParseResult,
+    selected: int | None,
+    *,
+    dmrs: bool = False,
+    tree: bool = False,
+) -> dict[str, Any]:
+    """The ``lit parse`` JSON object for *result*.
+
+    A sentence without readings and without a failure gets the error
+    ``"no parse"`` (as in the recorded reference data).
+    """
+    readings = []
+    for reading in result.readings:
+        out: dict[str, Any] = {"mrs": reading.mrs}
+        if dmrs:
+            try:
+                out["dmrs"] = to_dmrs_json(reading.mrs)
+            except ValueError as exc:
+                logger.warning("item %s: no DMRS for a reading: %s", item_id, exc)
+                out["dmrs"] = None
+        if tree:
+            out["tree"] = reading.tree
+            out["derivation"] = reading.derivation
+        readings.append(out)
+    error = result.error
+    if error is None and not readings:
+        error = "no parse"
+    return {
+        "id": item_id,
+        "sentence": result.sentence,
+        "readings": readings,
+        "selected": selected,
+        "error": error,
+    }
+
+
+def read_mrs_inputs(
+    source: Any, *, all_readings: bool = False, on_error: str = "fail"
+) -> Iterator[MrsItem]:
+    """Yield a :class:`MrsItem` per MRS to generate from in *source*.
+
+    A line is SimpleMRS (its id is the line number), ``lit parse`` JSONL
+    (the ``selected`` reading, or every reading with *all_readings*), or a
+    JSON object with an ``mrs`` field (``lit rules apply`` output; a
+    ``null`` mrs carries its ``reason``). Items that have nothing to
+    generate from carry the reason in ``error``; nothing is dropped.
+    """
+    name = _source_name(source)
+    for lineno, line in read_lines(source, on_error="skip" if on_error == "skip" else "fail"):
+        if isinstance(line, Skipped):
+            yield MrsItem(lineno, None, f"invalid input: {line.reason}")
+            continue
+        if not line.strip():
+            continue
+        if not line.lstrip().startswith("{"):
+            yield MrsItem(lineno, line.strip())
+            continue
+        obj = _json_line(line, name, lineno, on_error)
+        if isinstance(obj, str):
+            yield MrsItem(lineno, None, f"invalid input: {obj}")
+            continue
+        item_id = obj.get("id", lineno)
+        extra = {k: obj[k] for k in ("sentence", "chain") if k in obj}
+        if "readings" in obj and isinstance(obj["readings"], list):
+            yield from _parse_output_items(item_id, obj, extra, all_readings)
+        elif "mrs" in obj:
+            mrs = obj["mrs"]
+            if isinstance(mrs, str):
+                yield MrsItem(item_id, mrs, None, extra)
+            else:
+                reason = obj.get("reason") or obj.get("error") or "no MRS in the input"
+                yield MrsItem(item_id, None, str(reason), extra)
+        else:
+            reason = "a JSON line needs 'mrs' (lit rules apply) or 'readings' (lit parse)"
+            if on_error != "skip":
+                raise InputError(reason, filename=name, lineno=lineno)
+            yield MrsItem(item_id, None, f"invalid input: {reason}", extra)
+
+
+def _parse_output_items(
+    item_id: Any, obj: Mapping[str, Any], extra: dict[str, Any], all_readings: bool
+) -> Iterator[MrsItem]:
+    readings = obj["readings"]
+
+    def mrs_of(i: int) -> str | None:
+        reading = readings[i]
+        text = reading.get("mrs") if isinstance(reading, Mapping) else reading
+        return text if isinstance(text, str) else None
+
+    if not readings:
+        yield MrsItem(item_id, None, str(obj.get("error") or "no parse"), extra)
+        return
+    if all_readings:
+        for i in range(len(readings)):
+            text = mrs_of(i)
+            yield MrsItem(item_id, text, None if text else f"reading {i} has no 'mrs'",
+                          {**extra, "reading": i})
+        return
+    selected = obj.get("selected")
+    if selected is None:
+        yield MrsItem(item_id, None, "no selected reading (use --all for every reading)", extra)
+        return
+    if not isinstance(selected, int) or not 0 <= selected < len(readings):
+        yield MrsItem(item_id, None,
+                      f"invalid input: 'selected' is {selected!r} but there are "
+                      f"{len(readings)} readings", extra)
+        return
+    text = mrs_of(selected)
+    yield MrsItem(item_id, text, None if text else f"reading {selected} has no 'mrs'",
+                  {**extra, "reading": selected})
