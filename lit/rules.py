@@ -587,6 +587,8 @@ def read_mrs_items(
             message = f"malformed JSON: {exc.msg} (column {exc.colno})"
         except MRSSyntaxError as exc:
             message = f"invalid SimpleMRS: {_syntax_message(exc)}"
+        except StopIteration:  # pydelphin's decoder on truncated input
+            message = "invalid SimpleMRS: unexpected end of the MRS"
         except (ValueError, AttributeError) as exc:
             message = str(exc)
         else:

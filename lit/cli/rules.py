@@ -214,6 +214,9 @@ def transform_sentence(
         typer.Option("--reading", help="Use this reading (0-based) instead of the first one "
                      "whose index EP is a verb."),
     ] = None,
+    max_readings: Annotated[
+        int, typer.Option("--max-readings", help="Ask ACE for at most this many readings.")
+    ] = 10,
     no_plugins: _NoPluginsOpt = False,
 ) -> None:
     """Parse a sentence, apply rule chains, and print the generated candidates (needs ACE).
@@ -236,7 +239,7 @@ def transform_sentence(
     name = grammar or default_grammar(home=_home())
     g = resolve_grammar(name, env=env)
     executable = g.ace or "ace"
-    with AceParser(g.image, executable=executable, env=env) as parser:
+    with AceParser(g.image, executable=executable, n=max_readings, env=env) as parser:
         result = parser.parse(sentence)
     base: dict[str, Any] = {"sentence": sentence}
     if result.error or not result.readings:
