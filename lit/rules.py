@@ -555,13 +555,14 @@ def read_mrs_items(
     from lit.errors import InputError
     from lit.jsonl import Skipped, read_lines
 
+    name: str
     if source is None or source == "-":
         name = "<stdin>"
     elif isinstance(source, (str, os.PathLike)):
         name = os.fspath(source)
     else:
-        name = getattr(source, "name", None)
-        name = name if isinstance(name, str) else "<stream>"
+        attr = getattr(source, "name", None)
+        name = attr if isinstance(attr, str) else "<stream>"
     for lineno, line in read_lines(source, on_error="skip" if on_error == "skip" else "fail"):
         if isinstance(line, Skipped):
             yield MrsItem(lineno, None, None, f"invalid-input: {line.reason}")

@@ -133,8 +133,9 @@ def test_transform_sentence_with_fake_ace(lit_home, runner, tmp_path):
     env = fake_ace_env(tmp_path / "ace", "erg-1214")
     reading = next(r for r in recorded("erg-1214", "readings")
                    if r["sentence"] == "Two women are embracing while holding to go packages.")
+    # the reading is selected by round trip, as in the recordings
     result = invoke(runner, "transform-sentence", reading["sentence"], "--rules", "f,i,p+pa,pr",
-                    "--grammar", "erg-1214", "--reading", str(reading["selected"]), env=env)
+                    "--grammar", "erg-1214", env=env)
     assert result.exit_code == 0, result.stderr
     out = {r["chain"]: r for r in lines(result.stdout)}
     assert "Two women will be embracing while holding to go packages." in out["f"]["candidates"]
@@ -143,3 +144,8 @@ def test_transform_sentence_with_fake_ace(lit_home, runner, tmp_path):
     assert out["p+pa"]["mrs"] and out["p+pa"]["candidates"] == []  # recorded: nothing
     assert out["pr"]["reason"] == "TENSE is already pres"
     assert all(r["reading"] == reading["selected"] for r in out.values())
+    result = invoke(runner, "transform-sentence", reading["sentence"], "-r", "f",
+                    "-g", "erg-1214", "--reading", "12", env=env)
+    assert result.exit_code == 1 and "--reading 12: the sentence has 10 readings" in result.stderr
+    result = invoke(runner, "transform-sentence", "x", "-r", "f", "--select", "best", env=env)
+    assert result.exit_code == 2

@@ -189,20 +189,6 @@ def apply_rules(
     echo_summary(counts, ["applied", "inapplicable", "no-mrs", "invalid"])
 
 
-def _first_candidate(readings: Any, preconditions: tuple[str, ...]) -> tuple[int | None, Any]:
-    """Index and MRS of the first reading without fragments whose index EP
-    is a verb (the reference data's notion of a candidate reading)."""
-    from delphin.codecs import simplemrs
-
-    from lit.transform import check
-
-    for i, reading in enumerate(readings):
-        m = simplemrs.decode(reading.mrs)
-        if check(m, preconditions) is None:
-            return i, m
-    return None, None
-
-
 @app.command("transform-sentence")
 def transform_sentence(
     sentence: Annotated[str, typer.Argument(help="The sentence to transform.")],
@@ -211,9 +197,13 @@ def transform_sentence(
     rules_dir: _RulesDirOpt = None,
     reading: Annotated[
         Optional[int],  # noqa: UP007
-        typer.Option("--reading", help="Use this reading (0-based) instead of the first one "
-                     "whose index EP is a verb."),
+        typer.Option("--reading", help="Use this reading (0-based) instead of selecting one."),
     ] = None,
+    select: Annotated[
+        str,
+        typer.Option("--select", help="Reading selection: 'roundtrip' (the first reading the "
+                     "grammar regenerates the sentence from) or 'first'."),
+    ] = "roundtrip",
     max_readings: Annotated[
         int, typer.Option("--max-readings", help="Ask ACE for at most this many readings.")
     ] = 10,
@@ -231,8 +221,11 @@ def transform_sentence(
     from lit.ace import AceGenerator, AceParser
     from lit.generate import generate_candidates
     from lit.grammar import default_grammar, resolve_grammar
+    from lit.parse import select_reading
     from lit.rules import apply_chain
 
+    if select not in ("first", "roundtrip"):
+        raise typer.BadParameter("must be 'roundtrip' or 'first'", param_hint="--select")
     rs = _ruleset(rules_dir, no_plugins)
     parsed = rs.parse_chains(chains)
     env = dict(os.environ)
@@ -249,18 +242,20 @@ def transform_sentence(
                                    "candidates": [], "error": result.error},
                                   ensure_ascii=False))
         return
-    if reading is not None:
-        if not 0 <= reading < len(result.readings):
-            raise InputError(f"--reading {reading}: the sentence has "
-                             f"{len(result.readings)} readings")
-        index, m = reading, simplemrs.decode(result.readings[reading].mrs)
-    else:
-        index, m = _first_candidate(result.readings, ("no_unknown", "verb"))
     with AceGenerator(g.image, executable=executable, env=env) as generator:
+        index: int | None
+        if reading is not None:
+            if not 0 <= reading < len(result.readings):
+                raise InputError(f"--reading {reading}: the sentence has "
+                                 f"{len(result.readings)} readings")
+            index = reading
+        else:
+            index = select_reading(result, select, generator=generator)
+        m = None if index is None else simplemrs.decode(result.readings[index].mrs)
         for text, rules in parsed:
             record: dict[str, Any] = {**base, "chain": text, "reading": index}
             if m is None:
-                record.update(mrs=None, reason="no reading with a verbal index EP",
+                record.update(mrs=None, reason=f"no-parse: no reading selected ({select})",
                               candidates=[], error=None)
             else:
                 out = apply_chain(m, rules, g.profile)
