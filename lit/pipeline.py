@@ -134,9 +134,9 @@ class SentenceResult:
                 ) -> dict[str, Any]:
         d: dict[str, Any] = {"chain": self.chain, "sentence": self.sentence,
                              "score": self.score}
-        if candidates:
+        if candidates and self.chain is not None:
             d["candidates"] = [c.to_dict() for c in self.candidates[:candidates]]
-        if keep_mrs:
+        if keep_mrs and self.chain is not None:
             d["mrs"] = self.mrs
         return d
 
@@ -244,7 +244,8 @@ class Transformer:
             (index properties, new predicates and arguments of the
             transformed MRS); failing candidates fall to the next
         keep_mrs: add transformed MRSs to records
-        n: readings per parse (ACE's ``-n``)
+        n: readings per parse (ACE's ``-n``); round-trip selection without a
+            ranking model needs more than the first few
         home, env: passed to :func:`~lit.grammar.resolve_grammar`
         ace_options: more keyword arguments for the ACE processes
         chunk_size: items processed (and LM-batched) together
@@ -264,7 +265,7 @@ class Transformer:
         candidates: int | None = None,
         verify: bool = False,
         keep_mrs: bool = False,
-        n: int | None = 5,
+        n: int | None = 10,
         home: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         ace_options: Mapping[str, Any] | None = None,

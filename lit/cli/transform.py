@@ -1,5 +1,290 @@
-"""`lit` commands: transform (placeholder; see docs/DESIGN.md for ownership)."""
+"""`lit transform`: contrast sets and augmentation data from NLI pairs or sentences.
+
+Argument translation only: the work is done by :mod:`lit.pipeline` (and
+:mod:`lit.spec`, :mod:`lit.nli`, :mod:`lit.rerank`, :mod:`lit.contrast`).
+"""
 
 from __future__ import annotations
 
-from lit.cli._app import app  # noqa: F401
+import csv
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import click
+import typer
+
+from lit.cli._app import app
+from lit.cli._common import is_quiet, progress
+from lit.errors import InputError, LitError
+
+_FORMATS = ("auto", "jsonl", "tsv", "csv", "text")
+_EPILOG = (
+    "Example: lit transform --grammar erg-1214 --rules \"f;p+i,m;o,pa;pa,i;i,p;f\" "
+    "--report report.json examples/snli_sample.jsonl > contrast.jsonl"
+)
+
+
+@app.command("transform", epilog=_EPILOG)
+def transform_command(
+    rules: Annotated[str, typer.Option(
+        "--rules", "-r",
+        help="Specs, comma-separated: 'f;p+i,m;o' (premise;hypothesis, '+' composes, "
+             "'o' = untouched); single-sentence chains like 'p+i' for plain text.")],
+    input: Annotated[Optional[str], typer.Argument(  # noqa: UP007
+        help="Input file (JSONL, TSV, CSV or text); - or nothing reads stdin.")] = None,
+    input_format: Annotated[str, typer.Option(
+        "--input-format", "-f",
+        help="Input format: auto (by file extension; stdin: jsonl), jsonl, tsv, csv, "
+             "text (one sentence per line).")] = "auto",
+    hf: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--hf", help="Read a Hugging Face dataset instead: NAME[:CONFIG]:SPLIT (a local "
+                     "cache, hub name, or a directory saved with save_to_disk); needs "
+                     "lit-mrs[hf].")] = None,
+    premise_field: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--premise-field", help="Premise field/column (default: sentence1, or premise).")] = None,
+    hypothesis_field: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--hypothesis-field",
+        help="Hypothesis field/column (default: sentence2, or hypothesis).")] = None,
+    label_field: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--label-field", help="Gold label field/column (default: gold_label, or label).")] = None,
+    id_field: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--id-field", help="Id field (default: id, pairID, idx or guid; else the item number)."
+    )] = None,
+    sentence_field: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--sentence-field",
+        help="For single-sentence specs on JSONL/TSV/CSV: the sentence field.")] = None,
+    grammar: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--grammar", "-g", help="Grammar (default: the default grammar; see `lit grammar list`)."
+    )] = None,
+    lm: Annotated[str, typer.Option(
+        "--lm", help="Reranking LM: a Hugging Face model id, a local directory, a .gguf file, "
+                     "or 'none' (grammar order).")] = "gpt2",
+    gguf_file: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--gguf-file", help="GGUF file inside the --lm directory or hub repo (needs "
+                            "lit-mrs[gguf]).")] = None,
+    device: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--device", help="LM device: cpu, cuda, cuda:1 ... (default: cuda if available).")
+    ] = None,
+    batch_size: Annotated[int, typer.Option(
+        "--batch-size", min=1, help="Sentences per LM batch (halved on out-of-memory).")] = 16,
+    candidates: Annotated[Optional[int], typer.Option(  # noqa: UP007
+        "--candidates", "-k", min=1,
+        help="Keep the top K candidates with their scores in each record.")] = None,
+    keep_mrs: Annotated[bool, typer.Option(
+        "--keep-mrs", help="Add the transformed MRSs to the records.")] = False,
+    verify: Annotated[bool, typer.Option(
+        "--verify", help="Re-parse the chosen sentence and check the intended change; "
+                         "failing candidates fall to the next.")] = False,
+    labels: Annotated[Optional[Path], typer.Option(  # noqa: UP007
+        "--labels", help="Label table (TOML) instead of the built-in rules/labels.toml.")
+    ] = None,
+    rules_dir: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP007
+        "--rules-dir", help="More rule files or directories of *.toml (repeatable).")] = None,
+    select: Annotated[str, typer.Option(
+        "--select", help="Reading selection: roundtrip (first reading that regenerates the "
+                         "sentence) or first.")] = "roundtrip",
+    readings: Annotated[int, typer.Option(
+        "--readings", "-n", min=1, help="Readings per parse to select from.")] = 10,
+    report: Annotated[Optional[Path], typer.Option(  # noqa: UP007
+        "--report", help="Write a JSON summary: per spec, items transformed and skipped by "
+                         "reason.")] = None,
+    output_format: Annotated[str, typer.Option(
+        "--format", help="Output: jsonl (one record per item and spec) or contrast-sets "
+                         "(one set per original item).")] = "jsonl",
+    on_error: Annotated[str, typer.Option(
+        "--on-error", help="Malformed input lines: fail (exit 1 naming the line) or skip "
+                           "(an invalid-input record per spec).")] = "fail",
+) -> None:
+    """Transform NLI pairs (or sentences) with rule specs; write labelled records as JSONL.
+
+    Each input item yields one line per spec, with status ok, skipped or
+    error and a reason; a summary goes to stderr (and --report).
+    """
+    from lit.grammar import lit_home
+    from lit.nli import LabelTable
+    from lit.pipeline import NliFields, Report, Transformer
+    from lit.rerank import Reranker
+    from lit.rules import RuleSet
+    from lit.spec import parse_specs
+
+    _choice("--input-format", input_format, _FORMATS)
+    _choice("--format", output_format, ("jsonl", "contrast-sets"))
+    _choice("--select", select, ("roundtrip", "first"))
+    _choice("--on-error", on_error, ("fail", "skip"))
+    if hf is not None and input not in (None, "-"):
+        raise click.UsageError("give either INPUT or --hf, not both")
+
+    env = dict(os.environ)
+    ruleset = RuleSet.load(rules_dir or ())
+    fmt = _format_of(input, input_format) if hf is None else "hf"
+    specs = parse_specs(rules, ruleset, pair=None if fmt != "text" else False)
+    single = not specs[0].is_pair
+    if any(s.is_pair == single for s in specs):
+        raise click.UsageError("--rules mixes pair specs (a;b) and single-sentence specs")
+    if fmt == "text" and not single:
+        raise click.UsageError("plain-text input needs single-sentence specs like 'p+i'")
+    table = LabelTable.load(labels, rules=ruleset) if labels is not None else None
+
+    fields = None
+    if any(f is not None for f in (premise_field, hypothesis_field, label_field, id_field)):
+        base = NliFields()
+        fields = NliFields(premise_field or base.premise, hypothesis_field or base.hypothesis,
+                           label_field or base.label, id_field)
+
+    items, total, label_names = _read_items(input, fmt, hf, on_error)
+    reranker = None if lm.lower() == "none" else Reranker(
+        lm, gguf_file=gguf_file, device=device, batch_size=batch_size)
+    rep = Report()
+    transformer = Transformer(
+        grammar, rules=ruleset, reranker=reranker, labels=table, select=select,
+        candidates=candidates, verify=verify, keep_mrs=keep_mrs, n=readings, home=lit_home(env),
+        env=env,
+    )
+    out = click.get_text_stream("stdout")
+    from lit.jsonl import JsonlWriter
+
+    writer = JsonlWriter(out)
+    with transformer, progress("transform", total=total) as bar:
+        if single:
+            records = _sentence_records(transformer, items, specs, sentence_field, id_field)
+        else:
+            records = transformer.transform_pairs(items, specs, fields=fields,
+                                                  label_names=label_names)
+        counted = _count(records, rep, len(specs), bar)
+        if output_format == "contrast-sets":
+            from lit.contrast import contrast_sets
+
+            for cs in contrast_sets(counted):
+                writer.write(cs)
+        else:
+            for record in counted:
+                writer.write(record)
+    summary = rep.to_dict()
+    summary.update(input=hf or input or "-", rules=rules,
+                   grammar=getattr(transformer.profile, "name", grammar),
+                   lm=None if reranker is None else lm, verify=verify)
+    if report is not None:
+        try:
+            report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise LitError(f"cannot write report {report}: {exc.strerror}") from exc
+    if not is_quiet():
+        click.echo(rep.summary(), err=True)
+
+
+def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise click.BadParameter(f"{value!r}; choose from {', '.join(allowed)}",
+                                 param_hint=option)
+
+
+def _format_of(path: str | None, fmt: str) -> str:
+    if fmt != "auto":
+        return fmt
+    if path in (None, "-"):
+        return "jsonl"
+    suffix = Path(path).suffix.lower()
+    return {".tsv": "tsv", ".csv": "csv", ".txt": "text"}.get(suffix, "jsonl")
+
+
+def _count(records: Any, rep: Any, n_specs: int, bar: Any) -> Iterator[dict[str, Any]]:
+    n = 0
+    for record in records:
+        rep.add(record)
+        n += 1
+        if n % n_specs == 0:
+            rep.items += 1
+            bar.advance(1)
+        yield record
+
+
+def _line_count(path: str) -> int | None:
+    try:
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return None
+
+
+def _read_items(path: str | None, fmt: str, hf: str | None, on_error: str
+                ) -> tuple[Any, int | None, list[str] | None]:
+    """(items, total or None, label names or None) for the input."""
+    from lit.jsonl import read_jsonl, read_lines
+
+    if fmt == "hf":
+        assert hf is not None
+        ds = _load_hf(hf)
+        from lit.pipeline import _label_names
+
+        names = _label_names(ds, "label") or _label_names(ds, "gold_label")
+        return ds, len(ds), names
+    total = None if path in (None, "-") else _line_count(path)
+    if fmt == "jsonl":
+        return (rec for _, rec in read_jsonl(path, on_error=on_error)), total, None  # type: ignore[arg-type]
+    if fmt == "text":
+        return ((lineno, line) if isinstance(line, str) else line
+                for lineno, line in read_lines(path, on_error=on_error)), total, None
+    return _read_table(path, "\t" if fmt == "tsv" else ","), total, None
+
+
+def _read_table(path: str | None, delimiter: str) -> Iterator[dict[str, Any]]:
+    from lit.jsonl import open_text
+
+    name = "<stdin>" if path in (None, "-") else path
+    f = open_text(path)
+    try:
+        quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+        reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+        header = next(reader, None)
+        if header is None:
+            return
+        for row in reader:
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise InputError(
+                    f"{len(row)} columns, header has {len(header)}", filename=name,
+                    lineno=reader.line_num)
+            yield dict(zip(header, row, strict=True))
+    finally:
+        if path not in (None, "-"):
+            f.close()
+
+
+def _load_hf(spec: str) -> Any:
+    parts = spec.rsplit(":", 2) if spec.count(":") >= 2 else spec.rsplit(":", 1)
+    if len(parts) < 2 or not all(parts):
+        raise click.BadParameter(f"{spec!r}; expected NAME[:CONFIG]:SPLIT, e.g. snli:validation",
+                                 param_hint="--hf")
+    name, config, split = (parts[0], None, parts[1]) if len(parts) == 2 else parts
+    try:
+        import datasets
+    except ImportError as exc:
+        raise LitError("--hf needs the 'datasets' package: pip install 'lit-mrs[hf]'") from exc
+    try:
+        if Path(name).is_dir() and (Path(name) / "dataset_dict.json").exists():
+            return datasets.load_from_disk(name)[split]
+        if Path(name).is_dir() and (Path(name) / "dataset_info.json").exists():
+            return datasets.load_from_disk(name)
+        return datasets.load_dataset(name, config, split=split)
+    except KeyError as exc:
+        raise LitError(f"--hf {spec}: no split {split!r}") from exc
+    except (OSError, ValueError, FileNotFoundError) as exc:
+        raise LitError(f"--hf {spec}: cannot load the dataset: {exc}") from exc
+
+
+def _sentence_records(transformer: Any, items: Any, specs: Any, sentence_field: str | None,
+                      id_field: str | None) -> Iterator[dict[str, Any]]:
+    def sentences() -> Iterator[Any]:
+        for pos, item in enumerate(items, start=1):
+            if isinstance(item, dict):
+                key = sentence_field or ("sentence" if "sentence" in item else "sentence1")
+                item_id = item.get(id_field) if id_field else item.get("id", pos)
+                yield (item_id, item.get(key))
+            else:
+                yield item
+
+    return transformer.transform_sentences(sentences(), specs)
