@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import unicodedata
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -286,7 +287,9 @@ class MrsItem:
 def _source_name(source: Any) -> str:
     if source is None or source == "-":
         return "<stdin>"
-    return str(getattr(source, "name", source))
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return str(getattr(source, "name", "<stream>"))
 
 
 def _json_line(line: str, name: str, lineno: int, on_error: str) -> dict[str, Any] | str:

@@ -1,0 +1,231 @@
+"""lit.parse: reading selection, MRS helpers, and the records of `lit parse`."""
+
+from __future__ import annotations
+
+import doctest
+import io
+import json
+
+import pytest
+
+import lit.parse
+from lit.ace import GenerationResult, ParseResult, Reading
+from lit.errors import InputError
+from lit.parse import (
+    decode_mrs,
+    index_ep,
+    is_candidate,
+    mrs_for_generation,
+    normalize_surface,
+    parse_record,
+    read_mrs_inputs,
+    read_sentences,
+    roundtrips,
+    same_surface,
+    select_reading,
+    strip_lnk,
+    to_dmrs_json,
+)
+
+DOGS_BARK = (
+    "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres ] RELS: < "
+    "[ udef_q<0:4> LBL: h4 ARG0: x3 [ x PERS: 3 NUM: pl ] RSTR: h5 BODY: h6 ] "
+    "[ _dog_n_1<0:4> LBL: h7 ARG0: x3 ] "
+    "[ _bark_v_1<5:10> LBL: h1 ARG0: e2 ARG1: x3 ] > HCONS: < h0 qeq h1 h5 qeq h7 > ]"
+)
+# a noun-phrase reading: index EP is a noun
+DOGS_NP = (
+    "[ TOP: h0 INDEX: x3 RELS: < [ udef_q<0:4> LBL: h4 ARG0: x3 RSTR: h5 BODY: h6 ] "
+    "[ _dog_n_1<0:4> LBL: h1 ARG0: x3 ] > HCONS: < h0 qeq h1 h5 qeq h1 > ]"
+)
+# a fragment reading with an unknown EP
+DOGS_FRAG = (
+    "[ TOP: h0 INDEX: e2 RELS: < [ unknown<0:10> LBL: h1 ARG0: e2 ARG: x3 ] "
+    "[ _bark_v_1<5:10> LBL: h8 ARG0: e2 ARG1: x3 ] > HCONS: < h0 qeq h1 > ]"
+)
+
+
+class _Gen:
+    def __init__(self, answers: dict[str, tuple[str, ...]], error: str | None = None):
+        self.answers = {mrs_for_generation(k): v for k, v in answers.items()}
+        self.error = error
+        self.calls = 0
+
+    def generate(self, mrs):
+        self.calls += 1
+        key = mrs_for_generation(mrs)
+        return GenerationResult(key, self.answers.get(key, ()), self.error)
+
+
+def test_doctests():
+    assert doctest.testmod(lit.parse).failed == 0
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("The dog chased the cat.", "the dog chased the cat", True),
+        ("A dog chases  a cat.", "a dog chases a cat", True),
+        ("Is it raining?", "is it raining", True),
+        ("The dog barked!", "The dog barked .", True),
+        ("The dog barked.", "The dogs barked.", False),
+        ("It's fine.", "Its fine.", False),
+    ],
+)
+def test_same_surface(a, b, same):
+    assert same_surface(a, b) is same
+
+
+def test_normalize_keeps_inner_punctuation():
+    assert normalize_surface("Well, the dog barked...") == "well, the dog barked"
+
+
+def test_candidates():
+    assert is_candidate(decode_mrs(DOGS_BARK))
+    assert not is_candidate(decode_mrs(DOGS_NP))
+    assert not is_candidate(decode_mrs(DOGS_FRAG))
+    assert index_ep(decode_mrs(DOGS_BARK)).predicate == "_bark_v_1"
+    # the quantifier of x3 shares the ARG0 but is skipped
+    assert index_ep(decode_mrs(DOGS_NP)).predicate == "_dog_n_1"
+
+
+def test_strip_lnk_and_generation_string():
+    m = decode_mrs(DOGS_BARK)
+    bare = strip_lnk(m)
+    assert all(ep.cfrom == -1 for ep in bare.rels)
+    assert m.rels[0].cfrom == 0  # the input is untouched
+    text = mrs_for_generation(DOGS_BARK)
+    assert "<0:4>" not in text and "\n" not in text and "TENSE: pres" in text
+    assert mrs_for_generation(m) == text
+
+
+def test_invalid_mrs_is_a_value_error():
+    with pytest.raises(ValueError, match="unexpected end of input"):
+        decode_mrs("[ TOP: h0 INDEX:")
+    with pytest.raises(ValueError, match="expected"):
+        mrs_for_generation("The dog barked.")
+
+
+def test_dmrs_json():
+    d = to_dmrs_json(DOGS_BARK)
+    assert {n["predicate"] for n in d["nodes"]} == {"udef_q", "_dog_n_1", "_bark_v_1"}
+    assert json.loads(json.dumps(d)) == d
+
+
+def test_select_first_and_roundtrip():
+    result = ParseResult("Dogs bark.", (Reading(DOGS_NP), Reading(DOGS_FRAG), Reading(DOGS_BARK)))
+    assert select_reading(result, "first") == 0
+    gen = _Gen({DOGS_BARK: ("Dogs bark.",), DOGS_NP: ("Dogs bark.",)})
+    # the NP and the fragment are not candidates: never generated from
+    assert select_reading(result, "roundtrip", generator=gen) == 2
+    assert gen.calls == 1
+    assert select_reading(ParseResult("x"), "first") is None
+
+
+def test_select_roundtrip_none_when_nothing_reproduces():
+    gen = _Gen({DOGS_BARK: ("Dogs are barking.",)})
+    assert select_reading([DOGS_BARK], "roundtrip", sentence="Dogs bark.", generator=gen) is None
+
+
+def test_generation_failure_is_no_roundtrip():
+    gen = _Gen({DOGS_BARK: ("Dogs bark.",)}, error="ACE timed out after 30 s (watchdog)")
+    assert not roundtrips(DOGS_BARK, "Dogs bark.", gen)
+
+
+def test_select_errors():
+    with pytest.raises(ValueError, match="unknown selection method"):
+        select_reading([DOGS_BARK], "best")
+    with pytest.raises(ValueError, match="needs a generator"):
+        select_reading([DOGS_BARK], "roundtrip", sentence="Dogs bark.")
+
+
+# -- records -------------------------------------------------------------------
+
+
+def test_read_sentences_text_and_jsonl():
+    text = io.StringIO(
+        "Dogs bark.\n\n  \n"
+        '{"id": "a7", "sentence": "Cats sleep."}\n'
+        '{"text": "Birds sing."}\n'
+    )
+    items = list(read_sentences(text))
+    assert [(i.id, i.sentence) for i in items] == [
+        (1, "Dogs bark."), ("a7", "Cats sleep."), (5, "Birds sing.")
+    ]
+
+
+def test_read_sentences_malformed_line_names_the_line(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"sentence": "Dogs bark."}\n{"sentence": \n{"id": 3}\n')
+    with pytest.raises(InputError) as info:
+        list(read_sentences(path))
+    assert str(info.value).startswith(f"{path}:2: malformed JSON")
+    items = list(read_sentences(path, on_error="skip"))
+    assert [i.error for i in items] == [
+        None,
+        "invalid input: malformed JSON: Expecting value (column 14)",
+        "invalid input: no 'sentence' or 'text' string in the JSON object",
+    ]
+
+
+def test_read_sentences_invalid_utf8(tmp_path):
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"Dogs bark.\nCats \xff sleep.\n")
+    with pytest.raises(InputError, match=":2: invalid UTF-8"):
+        list(read_sentences(path))
+    items = list(read_sentences(path, on_error="skip"))
+    assert items[1].sentence is None and "invalid UTF-8" in items[1].error
+
+
+def test_parse_record():
+    result = ParseResult("Dogs bark.", (Reading(DOGS_BARK, "(1 x 0 0 1 (\"x\"))", "(S x)"),))
+    record = parse_record(7, result, 0, dmrs=True, tree=True)
+    assert record["id"] == 7 and record["selected"] == 0 and record["error"] is None
+    reading = record["readings"][0]
+    assert reading["mrs"] == DOGS_BARK and reading["dmrs"]["nodes"]
+    assert reading["tree"] == "(S x)" and reading["derivation"].startswith("(1")
+    bare = parse_record(7, result, 0)
+    assert set(bare["readings"][0]) == {"mrs"}
+    assert parse_record(1, ParseResult("x"), None)["error"] == "no parse"
+    failed = parse_record(1, ParseResult("x", (), "ACE process died (exit code -9)"), None)
+    assert failed["error"] == "ACE process died (exit code -9)"
+
+
+def test_read_mrs_inputs_all_kinds():
+    lines = [
+        DOGS_BARK,
+        json.dumps({"id": "p1", "sentence": "Dogs bark.", "readings": [{"mrs": DOGS_NP},
+                    {"mrs": DOGS_BARK}], "selected": 1, "error": None}),
+        json.dumps({"id": "p2", "sentence": "Blah.", "readings": [], "selected": None,
+                    "error": "no parse"}),
+        json.dumps({"id": "p3", "sentence": "Dogs.", "readings": [{"mrs": DOGS_NP}],
+                    "selected": None, "error": None}),
+        json.dumps({"id": "r1", "chain": "p", "mrs": DOGS_BARK, "reason": None}),
+        json.dumps({"id": "r2", "chain": "pa", "mrs": None,
+                    "reason": "inapplicable: ARG2 is not an x variable"}),
+    ]
+    items = list(read_mrs_inputs(io.StringIO("\n".join(lines) + "\n")))
+    assert [(i.id, i.mrs is not None, i.error) for i in items] == [
+        (1, True, None),
+        ("p1", True, None),
+        ("p2", False, "no parse"),
+        ("p3", False, "no selected reading (use --all for every reading)"),
+        ("r1", True, None),
+        ("r2", False, "inapplicable: ARG2 is not an x variable"),
+    ]
+    assert items[1].mrs == DOGS_BARK and items[1].extra == {"sentence": "Dogs bark.",
+                                                            "reading": 1}
+    assert items[4].extra == {"chain": "p"}
+    every = list(read_mrs_inputs(io.StringIO(lines[1] + "\n"), all_readings=True))
+    assert [(i.mrs, i.extra["reading"]) for i in every] == [(DOGS_NP, 0), (DOGS_BARK, 1)]
+
+
+def test_read_mrs_inputs_bad_json_object():
+    line = json.dumps({"id": 1, "text": "no mrs here"})
+    with pytest.raises(InputError, match="<stdin>|line 1|needs 'mrs'"):
+        list(read_mrs_inputs(io.StringIO(line + "\n")))
+    (item,) = read_mrs_inputs(io.StringIO(line + "\n"), on_error="skip")
+    assert item.mrs is None and item.error.startswith("invalid input")
+    bad = json.dumps({"id": 1, "readings": [{"mrs": DOGS_BARK}], "selected": 4})
+    (item,) = read_mrs_inputs(io.StringIO(bad + "\n"))
+    assert "'selected' is 4 but there are 1 readings" in item.error
