@@ -153,8 +153,10 @@ class LabelTable:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             m = re.search(r"at line (\d+)", str(exc))
-            raise LabelError(f"invalid TOML: {exc}", filename=fname,
-                             lineno=int(m.group(1)) if m else None) from exc
+            line = int(m.group(1)) if m else None
+            if line is None and "end of document" in str(exc):
+                line = text.count("\n") + 1
+            raise LabelError(f"invalid TOML: {exc}", filename=fname, lineno=line) from exc
         return _build_table(data, text, name, fname, rules)
 
     def row_for(self, spec: Spec) -> tuple[LabelRow | None, str | None]:
