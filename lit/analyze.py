@@ -108,7 +108,7 @@ class Features:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Features:
-        return cls(**{k: d[k] for k in cls.__slots__ if k in d})  # type: ignore[attr-defined]
+        return cls(**{k: d[k] for k in cls.__slots__ if k in d})
 
 
 def _is_verb(ep: EP) -> bool:

@@ -348,7 +348,7 @@ class _Accumulator:
 
 
 def _score(
-    orig: tuple[str, str | None],
+    orig: tuple[str | None, str | None],
     items: list[tuple[str, str | None]],
     policy: MissingPolicy,
 ) -> Metrics | None:

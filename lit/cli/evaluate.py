@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 
 from lit.cli._app import app
-from lit.cli._common import echo_summary, is_quiet, progress
+from lit.cli._common import echo_summary, progress
 from lit.errors import LitError
 
 _JsonOpt = Annotated[
@@ -35,11 +35,21 @@ _PlotOpt = Annotated[
 ]
 
 
+def _quiet(ctx: Any) -> bool:
+    """Whether the root command got -q (``is_quiet()`` without a context cannot
+    see typer's own click contexts, so the context is passed down)."""
+    while ctx is not None:
+        if getattr(ctx.obj, "quiet", None) is not None:
+            return bool(ctx.obj.quiet)
+        ctx = ctx.parent
+    return False
+
+
 def _table_console(ctx: typer.Context, as_json: bool) -> Console | None:
     """Where the table goes: stdout, or stderr with --json; None when quiet with --json."""
     if not as_json:
         return _console(sys.stdout)
-    if is_quiet(ctx):
+    if _quiet(ctx):
         return None
     return _console(sys.stderr)
 
@@ -51,8 +61,7 @@ def _console(stream: Any) -> Console:
 
 
 def _summary(ctx: typer.Context, counts: dict[str, int]) -> None:
-    # is_quiet() without a context cannot see typer's (vendored click) context
-    if not is_quiet(ctx):
+    if not _quiet(ctx):
         echo_summary(counts, order=list(counts))
 
 
@@ -151,7 +160,7 @@ def evaluate_cmd(
 
 
 def _warn_missing(ctx: typer.Context, result: Any) -> None:
-    if is_quiet(ctx):
+    if _quiet(ctx):
         return
     for kind in ("originals", "items"):
         info = result.missing[kind]
