@@ -38,6 +38,13 @@ _LAZY: dict[str, str] = {
     "list_profiles": "lit.grammar",
     "resolve_grammar": "lit.grammar",
     "install_grammar": "lit.install",
+    # ACE layer and reading selection (issue #2)
+    "AceParser": "lit.ace",
+    "AceGenerator": "lit.ace",
+    "Reading": "lit.ace",
+    "ParseResult": "lit.ace",
+    "GenerationResult": "lit.ace",
+    "select_reading": "lit.parse",
     # rules and transformations (issue #3)
     "Rule": "lit.rules",
     "RuleSet": "lit.rules",
