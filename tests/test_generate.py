@@ -1,0 +1,140 @@
+"""lit.generate: normalisation, deduplication, blemishes, --verify expectations."""
+
+from __future__ import annotations
+
+from conftest import recorded
+from delphin.codecs import simplemrs
+
+from lit.ace import GenerationResult
+from lit.generate import (
+    Expectation,
+    blemish,
+    clean_realizations,
+    generate_candidates,
+    normalize_surface,
+)
+
+
+def test_normalize_whitespace_underscore_and_punctuation():
+    assert normalize_surface("  A woman drank  her coffee in  a small cafe. ") == (
+        "A woman drank her coffee in a small cafe.")
+    assert normalize_surface("A man holds _a cup.") == "A man holds a cup."
+    assert normalize_surface("_A man sleeps .") == "A man sleeps."
+    assert normalize_surface("The snake_case stays") == "The snake_case stays"
+
+
+def test_blemishes():
+    assert blemish("A. man was looking to order a sandwich.") is not None
+    assert blemish("The man is playing out. in the yard.") is None  # not a single letter
+    assert blemish("Kids rode viz. an amusement ride.") is None  # a real word
+    assert blemish("A _dog_n_1 barks") == "underscore in a word"
+    assert blemish("") == "empty"
+    assert blemish("Two women are embracing.") is None
+
+
+def test_duplicates_and_comma_variants_keep_grammar_order():
+    out = clean_realizations([
+        "It is 2 women which, will be embracing.",
+        "It is two women that will be embracing.",
+        "It is 2 women which will be embracing.",
+        "It is  two women that will be embracing.",
+        "Two boys played football, while, wearing helmets.",
+        "Two boys played football, while wearing helmets.",
+        "A. man sleeps.",
+    ])
+    assert out.candidates == (
+        "It is 2 women which will be embracing.",  # fewest commas, first group position
+        "It is two women that will be embracing.",
+        "Two boys played football, while wearing helmets.",
+    )
+    assert out.total == 7
+    reasons = sorted(r for _, r in out.dropped)
+    assert reasons == ["comma variant", "comma variant", "duplicate",
+                       "stray period after a single letter"]
+
+
+def test_comma_group_tie_keeps_first():
+    out = clean_realizations(["Yes, a dog barks.", "Yes a, dog barks."])
+    assert out.candidates == ("Yes, a dog barks.",)
+
+
+def test_empty_and_all_blemished():
+    assert clean_realizations([]).candidates == ()
+    out = clean_realizations(["A. man sleeps.", "A.  man sleeps."])
+    assert out.candidates == () and out.total == 2 and len(out.dropped) == 2
+
+
+def test_recorded_generations_never_keep_blemishes():
+    """On every recorded generation (ERG 1214 and 2018): clean, distinct, non-empty."""
+    for grammar in ("erg-1214", "erg-2018"):
+        for row in recorded(grammar, "transforms"):
+            if not row["generated"]:
+                continue
+            out = clean_realizations(row["generated"])
+            assert out.candidates, row["generated"]
+            assert len(set(out.candidates)) == len(out.candidates)
+            keys = {" ".join(c.replace(",", " ").split()) for c in out.candidates}
+            assert len(keys) == len(out.candidates)
+            for c in out.candidates:
+                assert "  " not in c and "_" not in c and blemish(c) is None
+            assert len(out.candidates) + len(out.dropped) == len(row["generated"])
+
+
+class _Gen:
+    def __init__(self, result):
+        self.result = result
+
+    def generate(self, m):
+        return self.result
+
+
+def test_generate_candidates_passes_errors():
+    cleaned, error = generate_candidates(_Gen(GenerationResult("m", ("A dog  barks.",), None)),
+                                         "m")
+    assert cleaned.candidates == ("A dog barks.",) and error is None
+    cleaned, error = generate_candidates(_Gen(GenerationResult("m", (), "timeout")), "m")
+    assert cleaned.candidates == () and error == "timeout"
+
+
+def _transform(rule: str, index_pred: str | None = None) -> dict:
+    for row in recorded("erg-1214", "transforms"):
+        if row["rule"] == rule and row["output_mrs"] and (
+                index_pred is None or index_pred in row["input_mrs"]):
+            return row
+    raise AssertionError(rule)
+
+
+def _expect(rule: str) -> tuple[Expectation, object, object]:
+    row = _transform(rule)
+    before, after = simplemrs.decode(row["input_mrs"]), simplemrs.decode(row["output_mrs"])
+    return Expectation.derive(before, after), before, after
+
+
+def test_expectations_per_rule():
+    exp, before, after = _expect("future")
+    assert ("TENSE", "fut") in exp.index and exp.check(after) and not exp.check(before)
+    exp, before, after = _expect("question")
+    assert ("SF", "ques") in exp.index and exp.check(after) and not exp.check(before)
+    exp, before, after = _expect("negation")
+    assert "neg" in exp.predicates and exp.check(after) and not exp.check(before)
+    exp, before, after = _expect("may")
+    assert "_may_v_modal" in exp.predicates and exp.check(after) and not exp.check(before)
+    exp, before, after = _expect("passive")
+    assert "parg_d" in exp.predicates and exp.check(after) and not exp.check(before)
+    exp, before, after = _expect("itcleft_arg1")
+    assert "_be_v_itcleft" in exp.predicates and exp.check(after) and not exp.check(before)
+    exp, before, after = _expect("swap")
+    assert exp.triples and exp.check(after) and not exp.check(before)
+    assert "expected" in exp.describe()
+
+
+def test_expectation_icons_topic_erg_2018():
+    for row in recorded("erg-2018", "transforms"):
+        if row["rule"] == "passive" and row["output_mrs"]:
+            before = simplemrs.decode(row["input_mrs"])
+            after = simplemrs.decode(row["output_mrs"])
+            exp = Expectation.derive(before, after)
+            assert exp.icons == ("topic",)
+            assert exp.check(after) and not exp.check(before)
+            return
+    raise AssertionError("no ERG 2018 passive recorded")
