@@ -767,8 +767,9 @@ def swap_roles(m: MRS, sem: Semantics | None = None, *, a: str = "ARG1", b: str 
             rels.append(_copy_ep(ep, ARG2=va))
         else:
             rels.append(_copy_ep(ep))
-    icons = [
-        ICons(ic.left, ic.relation, va) if ic.left == iv and ic.right == vb else ic
+    icons = [  # the passive's topic follows the new ARG2; other ICONS stay with their entity
+        ICons(ic.left, ic.relation, va)
+        if ic.left == iv and ic.right == vb and str(ic.relation) == "topic" else ic
         for ic in m.icons
     ]
     return copy_mrs(m, rels=rels, icons=icons)

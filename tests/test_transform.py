@@ -373,6 +373,14 @@ def test_swap_keeps_a_passive_passive(chase, sem):
     assert promoted == "x3"
 
 
+def test_swap_leaves_focus_alone(chase):
+    from delphin.mrs import ICons
+
+    focused = t.copy_mrs(chase, icons=[ICons("e2", "focus", "x8")])
+    out = t.swap_roles(focused)
+    assert [tuple(ic) for ic in out.icons] == [("e2", "focus", "x8")]
+
+
 def test_requantify_no(bark):
     out = t.requantify(bark)
     assert preds(out)[0] == "_no_q" and preds(bark)[0] == "udef_q"
