@@ -373,7 +373,7 @@ def _delphin_classes() -> tuple[type, type]:
     """PyDelphin's ACE classes, adapted; built on first use (imports delphin.ace)."""
     from delphin import ace as dace
 
-    class _Adapted:
+    class _Adapted(dace.ACEProcess):
         """Overrides of ``delphin.ace.ACEProcess`` hooks.
 
         * ``ace_version`` returns the version lit determined once;
@@ -391,7 +391,7 @@ def _delphin_classes() -> tuple[type, type]:
         def __init__(self, grm: str, *, owner: _AceProcess, cmdargs: list[str]) -> None:
             self._lit_owner = owner
             self._lit_may_open = True
-            super().__init__(  # type: ignore[call-arg]
+            super().__init__(
                 grm, cmdargs=list(cmdargs), executable=owner.executable, env=owner.env
             )
             self._lit_may_open = False
@@ -423,7 +423,8 @@ def _delphin_classes() -> tuple[type, type]:
 
         def _result_lines(self, termini: list[Any] | None = None) -> list[str]:
             if termini is None:
-                termini = list(self._termini)  # type: ignore[attr-defined]
+                termini = list(self._termini)
+            assert self._p.stdout is not None
             readline = self._p.stdout.readline
             lines: list[str] = []
             i = 0
@@ -432,17 +433,17 @@ def _delphin_classes() -> tuple[type, type]:
                 if s == "":
                     raise _ProcessEnded()
                 if s.startswith("NOTE: tsdb run:"):
-                    self._read_run_info(s.rstrip())  # type: ignore[attr-defined]
+                    self._read_run_info(s.rstrip())
                     continue
                 lines.append(s.rstrip())
                 if termini[i].search(s):
                     i += 1
             return [line for line in lines if line != ""]
 
-    class _Parser(_Adapted, dace.ACEParser):  # type: ignore[misc]
+    class _Parser(_Adapted, dace.ACEParser):
         pass
 
-    class _Generator(_Adapted, dace.ACEGenerator):  # type: ignore[misc]
+    class _Generator(_Adapted, dace.ACEGenerator):
         pass
 
     return _Parser, _Generator
@@ -555,7 +556,7 @@ class _AceProcess:
             ) from exc
         # the stderr pipe is binary for the drain thread; Popen made it text
         assert p.stderr is not None
-        tail = _StderrTail(p.stderr.buffer)
+        tail = _StderrTail(p.stderr.buffer)  # type: ignore[attr-defined]
         self._tails = {p.pid: tail}
         self._items_on_process = 0
         first = self._spawned == 0

@@ -234,10 +234,10 @@ def select_reading(
         0
     """
     if hasattr(result, "readings"):
-        mrss = [r.mrs for r in result.readings]  # type: ignore[union-attr]
+        mrss = [r.mrs for r in result.readings]
         sentence = sentence if sentence is not None else result.sentence  # type: ignore[union-attr]
     else:
-        mrss = list(result)  # type: ignore[arg-type]
+        mrss = list(result)
     if method == "first":
         return 0 if mrss else None
     if method != "roundtrip":
@@ -409,7 +409,7 @@ def read_mrs_inputs(
             yield MrsItem(lineno, None, f"invalid input: {obj}")
             continue
         item_id = obj.get("id", lineno)
-        extra = {k: obj[k] for k in ("sentence", "chain") if k in obj}
+        extra: dict[str, Any] = {k: obj[k] for k in ("sentence", "chain") if k in obj}
         if "readings" in obj and isinstance(obj["readings"], list):
             yield from _parse_output_items(item_id, obj, extra, all_readings)
         elif "mrs" in obj:

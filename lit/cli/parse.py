@@ -76,7 +76,7 @@ def _count_lines(path: str | None) -> int | None:
     if path in (None, "-"):
         return None
     try:
-        with open(path, "rb") as f:  # type: ignore[arg-type]
+        with open(path, "rb") as f:
             return sum(1 for line in f if line.strip())
     except OSError:
         return None  # the reader reports the problem with the file
