@@ -149,7 +149,8 @@ class Predictor:
             ``id2label``, lower-cased (generic ``LABEL_0`` names are
             refused: pass a map)
         batch_size: examples per forward pass
-        max_length: truncate inputs to this many tokens
+        max_length: truncate inputs to this many tokens (at most the
+            model's ``max_position_embeddings``)
         device: torch device
 
     The label is the arg-max class; on a tie the lowest class index wins.
@@ -229,6 +230,10 @@ class Predictor:
         except (RuntimeError, ValueError) as exc:
             raise LitError(f"cannot use device {self.device!r}: {exc}") from exc
         model.eval()
+        # never feed more tokens than the model has positions for
+        limits = [self.max_length, getattr(model.config, "max_position_embeddings", None),
+                  getattr(tokenizer, "model_max_length", None)]
+        self.max_length = min(int(x) for x in limits if isinstance(x, int) and x > 0)
         self._torch, self._tokenizer, self._model, self.labels = torch, tokenizer, model, labels
 
     def close(self) -> None:
