@@ -263,6 +263,15 @@ def _ace_version(
     return tuple(int(part) for part in match.group(1).split("."))
 
 
+def _option_value(args: Sequence[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def _parse_version(version: str | Sequence[int]) -> tuple[int, ...]:
     if isinstance(version, str):
         match = re.search(r"[0-9]+(?:\.[0-9]+)*", version)
@@ -485,6 +494,12 @@ class _AceProcess:
             raise ValueError(f"watchdog must be positive seconds or None, not {watchdog!r}")
         if retries < 0:
             raise ValueError(f"retries must be >= 0, not {retries!r}")
+        timeout = _option_value(cmdargs, "--timeout")
+        if watchdog is not None and timeout is not None and watchdog <= float(timeout):
+            logger.warning(
+                "the watchdog (%g s) does not exceed ACE's --timeout (%s s): items that ACE "
+                "would stop itself are killed instead", watchdog, timeout,
+            )
         self.cmdargs: tuple[str, ...] = tuple(cmdargs)
         self.retries = retries
         self.startup_wait = startup_wait

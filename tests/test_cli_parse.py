@@ -208,3 +208,20 @@ def test_real_ace_parse_generate_pipe(runner, lit_home, monkeypatch):
     assert records(parsed)[0]["readings"]
     generated = invoke(runner, "generate", "--grammar", "erg-1214", input=parsed.stdout)
     assert "The dog chased the cat." in records(generated)[0]["surfaces"]
+
+
+def test_ace_missing_points_to_grammar_install(runner, fake_env, monkeypatch, tmp_path):
+    monkeypatch.delenv("LIT_ACE")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    result = invoke(runner, "parse", WALKING)
+    assert result.exit_code == 1
+    assert "ACE binary 'ace' not found on PATH" in result.stderr
+    assert "lit grammar install" in result.stderr and "lit grammar add" in result.stderr
+
+
+def test_ace_version_is_asked_once_per_run(runner, fake_env):
+    result = invoke(runner, "parse", "--select", "roundtrip", WALKING, CHASES)
+    assert result.exit_code == 0, result.stderr
+    events = read_log(fake_env["FAKE_ACE_LOG"])
+    assert sum(e["event"] == "version" for e in events) == 1
+    assert sum(e["event"] == "start" for e in events) == 2  # one parser, one generator

@@ -148,6 +148,8 @@ def parse_command(
     writer = JsonlWriter(sys.stdout)
     with AceParser(g.image, n=n, **kwargs) as parser, \
             progress("parsing", total=total) as bar:
+        # ACE's version is known now: the generator need not run `ace -V` again
+        kwargs["ace_version"] = parser.ace_version
         generator = AceGenerator(g.image, **kwargs) if select is _Select.roundtrip else None
         try:
             for item in _sentence_items(sentences, input_path, on_error.value):
