@@ -13,7 +13,7 @@ into one dictionary per original:
        {"id": "<orig id>:<spec>", "spec": "f;p+i",
         "sentence1": ..., "sentence2": ..., "gold_label": ...,
         "label_rule": {...},
-        "perturbation": {"spec": "f;p+i", "premise": "f", "hypothesis": "p+i"}},
+        "perturbation": {"spec": "f;p+i", "premise": "f+i", "hypothesis": "p+i"}},
        ...],
      "skipped": [{"spec": "pa;pa", "status": "skipped", "reason": "inapplicable: ..."}],
      "size": 1 + len(items)}
@@ -22,8 +22,8 @@ Only records with ``status == "ok"`` become items; the others are listed
 under ``skipped`` with their reason, so nothing is dropped silently. For
 plain-text transform output an item carries ``sentence`` instead of
 ``sentence1``/``sentence2``/``gold_label`` and its perturbation is
-``{"spec": ..., "chain": ...}``. Candidate lists and MRSs are not copied
-into contrast sets.
+``{"spec": ..., "chain": ...}``; an untouched side (``o``) has chain
+``null``. Candidate lists and MRSs are not copied into contrast sets.
 
 The id of a contrast item is ``<orig id>:<spec>`` (:func:`item_id`); the id
 of the original is its own id. ``lit evaluate`` and ``lit predict`` use the
@@ -36,7 +36,8 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from lit.errors import InputError
+from lit.errors import InputError, SpecError
+from lit.spec import UNTOUCHED, parse_spec
 
 __all__ = ["contrast_sets", "item_id", "perturbation", "STATUSES"]
 
@@ -93,36 +94,51 @@ def _check(record: Mapping[str, Any], lineno: int, source: str | None) -> None:
 def _chain(side: Any) -> str | None:
     if isinstance(side, Mapping):
         chain = side.get("chain")
-        return chain if isinstance(chain, str) else None
+        return chain if isinstance(chain, str) and chain != UNTOUCHED else None
     return None
+
+
+def _spec_chains(spec: str) -> dict[str, str | None]:
+    """Chains of *spec* by the spec language (shared terms apply to both sides)."""
+    try:
+        parsed = parse_spec(spec)
+    except SpecError:
+        # not a valid spec: take it apart naively rather than fail on a report
+        logger.warning("cannot parse spec %r; splitting it at ';'", spec)
+        halves = [h.strip() for h in spec.split(";")]
+        sides = [None if h in ("", UNTOUCHED) else h for h in halves]
+        if len(sides) == 2:
+            return {"premise": sides[0], "hypothesis": sides[1]}
+        return {"chain": sides[0]}
+    if parsed.is_pair:
+        return {"premise": parsed.premise_chain, "hypothesis": parsed.hypothesis_chain}
+    return {"chain": parsed.chain}
 
 
 def perturbation(record: Mapping[str, Any]) -> dict[str, Any]:
     """The perturbation that made *record*: its spec and rule chains.
 
-    NLI records give the premise and hypothesis chains (from their
-    ``premise``/``hypothesis`` objects, or else from the two halves of the
-    spec ``premise;hypothesis``); plain-text records give one ``chain``.
+    NLI records give the premise and hypothesis chains, plain-text records
+    one ``chain``; ``None`` is an untouched side. The chains are those the
+    record reports (``premise.chain``, ``hypothesis.chain``, ``chain``), or
+    else those of the spec, where shared terms apply to both sides
+    (``f;p+i`` is ``f+i`` and ``p+i``; see :mod:`lit.spec`).
 
     Example:
         >>> perturbation({"spec": "f;p+i"})
-        {'spec': 'f;p+i', 'premise': 'f', 'hypothesis': 'p+i'}
+        {'spec': 'f;p+i', 'premise': 'f+i', 'hypothesis': 'p+i'}
+        >>> perturbation({"spec": "m;o", "premise": {"chain": "m"}, "hypothesis": {"chain": None}})
+        {'spec': 'm;o', 'premise': 'm', 'hypothesis': None}
         >>> perturbation({"spec": "n", "chain": "n"})
         {'spec': 'n', 'chain': 'n'}
     """
     spec = record["spec"]
-    if "chain" in record and "premise" not in record:
-        return {"spec": spec, "chain": record["chain"]}
-    premise = _chain(record.get("premise"))
-    hypothesis = _chain(record.get("hypothesis"))
-    if premise is None or hypothesis is None:
-        halves = spec.split(";")
-        if len(halves) == 2:
-            premise = premise if premise is not None else halves[0].strip()
-            hypothesis = hypothesis if hypothesis is not None else halves[1].strip()
-        elif premise is None and hypothesis is None:
-            return {"spec": spec, "chain": spec.strip()}
-    return {"spec": spec, "premise": premise, "hypothesis": hypothesis}
+    if "premise" in record or "hypothesis" in record:
+        return {"spec": spec, "premise": _chain(record.get("premise")),
+                "hypothesis": _chain(record.get("hypothesis"))}
+    if "chain" in record:
+        return {"spec": spec, "chain": _chain(record)}
+    return {"spec": spec, **_spec_chains(spec)}
 
 
 def _item(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,10 +10,13 @@ import pytest
 from lit.contrast import contrast_sets, item_id, perturbation
 from lit.errors import InputError
 from lit.jsonl import read_jsonl
+from lit.spec import parse_spec
 
 
 def nli(orig_id, spec, status="ok", gold="entailment", orig_gold="neutral", reason=None):
-    premise, _, hypothesis = spec.partition(";")
+    # the chains as lit transform reports them: null for an untouched side
+    parsed = parse_spec(spec)
+    premise, hypothesis = parsed.premise_chain, parsed.hypothesis_chain
     rec = {
         "id": orig_id, "spec": spec, "status": status, "reason": reason,
         "original": {"pairID": str(orig_id), "sentence1": "A dog barks.",
@@ -53,8 +56,8 @@ def test_groups_adjacent_records_in_order():
     first = a["items"][0]
     assert first["sentence1"] == "n;o premise" and first["gold_label"] == "contradiction"
     assert first["label_rule"]["row"] == "n;o"
-    assert first["perturbation"] == {"spec": "n;o", "premise": "n", "hypothesis": "o"}
-    assert a["items"][1]["perturbation"] == {"spec": "f;p+i", "premise": "f",
+    assert first["perturbation"] == {"spec": "n;o", "premise": "n", "hypothesis": None}
+    assert a["items"][1]["perturbation"] == {"spec": "f;p+i", "premise": "f+i",
                                              "hypothesis": "p+i"}
     # candidate lists and MRSs are not copied
     assert "candidates" not in json.dumps(a) and "mrs" not in first
@@ -128,6 +131,14 @@ def test_plain_text_records():
                              "reason": "inapplicable: intransitive"}]
 
 
-def test_perturbation_falls_back_to_the_spec():
+def test_perturbation_falls_back_to_the_spec(caplog):
+    # without chains in the record, the spec language decides (shared terms on both sides)
     assert perturbation({"spec": "m;q"}) == {"spec": "m;q", "premise": "m", "hypothesis": "q"}
+    assert perturbation({"spec": "n+f;p"}) == {"spec": "n+f;p", "premise": "n+f",
+                                                "hypothesis": "n+p"}
+    assert perturbation({"spec": "o;o"}) == {"spec": "o;o", "premise": None, "hypothesis": None}
     assert perturbation({"spec": "n"}) == {"spec": "n", "chain": "n"}
+    assert perturbation({"spec": "o"}) == {"spec": "o", "chain": None}
+    # not a valid spec: split naively, with a warning
+    assert perturbation({"spec": "x(;y"}) == {"spec": "x(;y", "premise": "x(", "hypothesis": "y"}
+    assert "cannot parse spec 'x(;y'" in caplog.text

@@ -32,6 +32,7 @@ from lit.evaluate import (
     plot_evaluation,
     read_predictions,
 )
+from lit.spec import parse_spec
 
 GOLD = {"A": "entailment", "B": "neutral", "C": "contradiction", "D": "entailment",
         "E": "neutral", "F": "-"}
@@ -77,7 +78,8 @@ PREDICTIONS = {
 
 
 def record(orig, spec, status, gold, preds=None, field=None):
-    premise, _, hypothesis = spec.partition(";")
+    parsed = parse_spec(spec)  # chains as lit transform reports them (null: untouched)
+    premise, hypothesis = parsed.premise_chain, parsed.hypothesis_chain
     rec = {"id": orig, "spec": spec, "status": status,
            "reason": None if status == "ok" else f"{status}: because",
            "original": {"pairID": orig, "sentence1": f"{orig} p", "sentence2": f"{orig} h",
@@ -206,7 +208,7 @@ def test_registry_and_builtin_phenomena_agree():
 def test_identity_and_unknown_rules(caplog):
     sets = [{"id": "a", "original": {"gold_label": "neutral"}, "skipped": [], "items": [
         {"id": "a:o;o", "spec": "o;o", "gold_label": "neutral",
-         "perturbation": {"premise": "o", "hypothesis": "o"}},
+         "perturbation": {"premise": None, "hypothesis": None}},
         {"id": "a:zz;o", "spec": "zz;o", "gold_label": "neutral",
          "perturbation": {"premise": "zz", "hypothesis": "o"}}]}]
     ev = evaluate(sets, {"a": "neutral", "a:o;o": "neutral", "a:zz;o": "entailment"},
