@@ -663,7 +663,9 @@ class _AceProcess:
                 self._check(response)
             except (_ProcessEnded, BrokenPipeError, ConnectionResetError):
                 problem = "died"
-            except (AssertionError, ValueError, IndexError, KeyError, TypeError) as exc:
+            except (
+                AssertionError, AttributeError, ValueError, IndexError, KeyError, TypeError
+            ) as exc:
                 # PyDelphin could not read ACE's answer (garbage on stdout)
                 problem = f"unreadable output from ACE ({type(exc).__name__}: {exc})"
             finally:

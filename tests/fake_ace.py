@@ -71,6 +71,11 @@ input line, i.e. the sentence or the SimpleMRS):
     append one JSON line per event: ``{"event": "version"|"start"|"item"|"exit",
     "pid": ..., ...}``; tests use it to count processes and restarts
 
+Like ACE, fake-ace writes a ``NOTE: ...`` line per item and a summary at
+the end to stderr, answers a blank input line with ``SKIP:`` (PyDelphin
+issue #155), and reads one MRS per line (ACE reads until the brackets
+balance; lit always sends one line).
+
 Start-up is fast: only the files of the requested grammar and task are
 read, and only when the first item arrives.
 """
@@ -259,8 +264,13 @@ def _parse_answer(sentence: str, mrss: list[str], labels: bool) -> str:
         fields.append(f"(:mrs . {_q(mrs)})")
         fields.append("(:flags ((:ascore . 0.000000) (:probability . 1.000000)))")
         results.append("(" + " ".join(fields) + ")")
-    ntokens = len(sentence.split())
-    parts = [f"(:ninputs . {ntokens})", f"(:p-input . {_q(sentence)})", f"(:ntokens . {ntokens})"]
+    tokens = [(m.start(), m.end(), m.group()) for m in re.finditer(r"\S+", sentence)]
+    yy = " ".join(  # YY token format, as ACE reports its input tokens
+        f'({i + 1}, {i}, {i + 1}, <{start}:{end}>, 1, {_q(form)}, 0, "null")'
+        for i, (start, end, form) in enumerate(tokens)
+    )
+    ntokens = len(tokens)
+    parts = [f"(:ninputs . {ntokens})", f"(:p-input . {_q(yy)})", f"(:ntokens . {ntokens})"]
     if results:
         parts.append("(:results . (" + "".join(results) + "))")
     parts.append(f"(:readings . {len(mrss)}) (:pedges . 0) (:aedges . 0) (:total . 1) "
@@ -342,6 +352,12 @@ def main(argv: list[str]) -> int:
             _die("ERROR: fake-ace told to fail before its first answer "
                  "(FAKE_ACE_EXIT_AT_START=on-input)", 1)
         if not line.strip():
+            # what ACE does with a blank line (PyDelphin issue #155); lit never sends one
+            sys.stderr.write("NOTE: ignore\n")
+            sys.stderr.flush()
+            if not generate:
+                out.write("SKIP: \n\n\n")
+                out.flush()
             continue
         count += 1
         _log("item", input=line)
@@ -350,11 +366,18 @@ def main(argv: list[str]) -> int:
         if garbage and garbage in line:
             out.write("this is not ACE output (:results . ((:oops\n\n\n")
         elif generate:
-            out.write(_generate_answer(replay.realizations(line)))
+            surfaces = replay.realizations(line)
+            out.write(_generate_answer(surfaces))
+            sys.stderr.write("NOTE: 0 passive, 0 active edges in final generation chart; "
+                             f"built 0 passives total. [{len(surfaces)} results]\n")
         else:
             mrss = replay.readings(line)
-            out.write(_parse_answer(line, mrss[:n] if n else mrss, "--report-labels" in flags))
+            mrss = mrss[:n] if n else mrss
+            out.write(_parse_answer(line, mrss, "--report-labels" in flags))
+            sys.stderr.write(f"NOTE: {len(mrss)} readings, added 0 / 0 edges to chart (0 fully "
+                             "instantiated, 0 actives used, 0 passives used)\tRAM: 0k\n")
         out.flush()
+        sys.stderr.flush()
     what = "generated" if generate else "parsed"
     sys.stderr.write(f"NOTE: {what} {count} / {count} sentences, avg 0k, time 0.00000s\n")
     _log("exit")
