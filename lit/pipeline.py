@@ -250,6 +250,8 @@ class Transformer:
         ace_options: more keyword arguments for the ACE processes
         chunk_size: items processed (and LM-batched) together
         cache_size: distinct sentences/chains remembered
+        max_words: sentences with more whitespace-separated words are not
+            parsed (never sent to ACE) and skipped as ``no-parse: too long``
     """
 
     def __init__(
@@ -271,6 +273,7 @@ class Transformer:
         ace_options: Mapping[str, Any] | None = None,
         chunk_size: int = 64,
         cache_size: int = 20000,
+        max_words: int | None = None,
     ) -> None:
         if rules is None:
             from lit.rules import RuleSet
@@ -289,6 +292,7 @@ class Transformer:
         self.verify = verify
         self.keep_mrs = keep_mrs
         self.n = n
+        self.max_words = max_words
         self.ace_options = dict(ace_options or {})
         self.chunk_size = max(1, chunk_size)
         if isinstance(reranker, (str, os.PathLike)):
@@ -629,6 +633,10 @@ class Transformer:
 
         if not job.sentence.strip():
             return done("skipped", "invalid-input: empty sentence")
+        words = len(job.sentence.split())
+        if self.max_words is not None and words > self.max_words:
+            return done("skipped", f"no-parse: too long: {words} words > max_words "
+                                   f"{self.max_words} (not sent to ACE)")
         parsed = self.parse(job.sentence)
         if parsed.mrs is None:
             reason = parsed.reason or "no-parse: no reading"

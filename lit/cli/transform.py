@@ -88,6 +88,10 @@ def transform_command(
                          "sentence) or first.")] = "roundtrip",
     readings: Annotated[int, typer.Option(
         "--readings", "-n", min=1, help="Readings per parse to select from.")] = 10,
+    max_words: Annotated[Optional[int], typer.Option(  # noqa: UP007
+        "--max-words", min=1, help="Skip sentences with more whitespace-separated words "
+                                   "than this without parsing them (no-parse: too long).")
+    ] = None,
     report: Annotated[Optional[Path], typer.Option(  # noqa: UP007
         "--report", help="Write a JSON summary: per spec, items transformed and skipped by "
                          "reason.")] = None,
@@ -141,7 +145,7 @@ def transform_command(
     transformer = Transformer(
         grammar, rules=ruleset, reranker=reranker, labels=table, select=select,
         candidates=candidates, verify=verify, keep_mrs=keep_mrs, n=readings, home=lit_home(env),
-        env=env,
+        env=env, max_words=max_words,
     )
     out = click.get_text_stream("stdout")
     from lit.jsonl import JsonlWriter
