@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from lit.errors import InputError
+from lit.errors import InputError, LitError
 
 __all__ = [
     "Skipped",
@@ -162,8 +162,10 @@ class JsonlWriter:
 
     Each record is serialized fully before anything is written, and the
     stream is flushed after each line, so an interrupted run leaves only
-    whole lines behind. Write failures (disk full, closed pipe) raise
-    :class:`OSError` to the caller instead of truncating silently.
+    whole lines behind. Write failures (disk full, I/O errors) raise a
+    :class:`~lit.errors.LitError` naming the stream and how many records
+    were written, instead of truncating silently; a closed pipe raises
+    :class:`BrokenPipeError`.
     """
 
     def __init__(self, stream: IO[str], *, flush: bool = True) -> None:
@@ -173,9 +175,17 @@ class JsonlWriter:
 
     def write(self, record: Mapping[str, Any]) -> None:
         line = dumps(record) + "\n"
-        self.stream.write(line)
-        if self.flush:
-            self.stream.flush()
+        try:
+            self.stream.write(line)
+            if self.flush:
+                self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise LitError(
+                f"cannot write output to {_name(self.stream)}: {exc.strerror or exc}; "
+                f"{self.count} complete records were written before the failure"
+            ) from exc
         self.count += 1
 
 
