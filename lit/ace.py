@@ -70,6 +70,8 @@ __all__ = [
     "Generator",
     "AceParser",
     "AceGenerator",
+    "parse_from_iterable",
+    "generate_from_iterable",
     "DEFAULT_N",
     "DEFAULT_TIMEOUT",
     "DEFAULT_WATCHDOG",
@@ -776,6 +778,9 @@ def _ace_errors(response: Any) -> str | None:
 class AceParser(_AceProcess):
     """A persistent ACE parsing process.
 
+    One object drives one ACE process and is not thread-safe: give each
+    thread or worker its own.
+
     Args:
         image: path to a compiled grammar image
         executable: the ACE binary (a path, or a name looked up on ``PATH``)
@@ -952,3 +957,28 @@ class AceGenerator(_AceProcess):
         """Yield a :class:`GenerationResult` for each of *mrss*, in order."""
         for m in mrss:
             yield self.generate(m)
+
+
+def parse_from_iterable(
+    image: str | os.PathLike[str], sentences: Iterable[str], **kwargs: Any
+) -> Iterator[ParseResult]:
+    """Parse each of *sentences* with one :class:`AceParser` (closed at the end).
+
+    *kwargs* are passed to :class:`AceParser`.
+
+    Example:
+        >>> results = list(parse_from_iterable("erg.dat", ["Dogs bark."]))  # doctest: +SKIP
+    """
+    with AceParser(image, **kwargs) as parser:
+        yield from parser.parse_from_iterable(sentences)
+
+
+def generate_from_iterable(
+    image: str | os.PathLike[str], mrss: Iterable[MRS | str], **kwargs: Any
+) -> Iterator[GenerationResult]:
+    """Realize each of *mrss* with one :class:`AceGenerator` (closed at the end).
+
+    *kwargs* are passed to :class:`AceGenerator`.
+    """
+    with AceGenerator(image, **kwargs) as generator:
+        yield from generator.generate_from_iterable(mrss)

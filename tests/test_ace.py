@@ -27,6 +27,8 @@ from lit.ace import (
     Parser,
     ParseResult,
     Reading,
+    generate_from_iterable,
+    parse_from_iterable,
 )
 from lit.errors import ACEError, LitError
 from lit.parse import normalize_surface, select_reading
@@ -127,6 +129,17 @@ def test_one_process_for_many_sentences_and_one_version_check(fake):
     assert len(_starts(log)) == 1
     assert sum(e["event"] == "version" for e in events) == 1
     assert sum(e["event"] == "item" for e in events) == 20
+
+
+def test_module_level_iterables_close_their_process(fake):
+    ace, image, log = fake
+    results = list(parse_from_iterable(image, [SENTENCE, MANY], executable=ace, n=1))
+    assert [len(r.readings) for r in results] == [1, 1]
+    row = _row(SENTENCE)
+    generated = list(generate_from_iterable(
+        image, [row["readings"][row["selected"]]["mrs"]], executable=ace))
+    assert SENTENCE in generated[0].surfaces
+    assert [e["event"] for e in read_log(log)].count("exit") == 2
 
 
 def test_known_version_skips_ace_dash_v(fake):
@@ -400,6 +413,16 @@ def test_real_ace_parse_and_n_best():
     assert result.error is None
     assert 1 <= len(result.readings) <= 2
     assert "_chase_v_1" in result.readings[0].mrs
+
+
+@pytest.mark.ace
+def test_real_ace_no_parse_then_parse():
+    ace, image = real_ace("erg-1214")
+    with AceParser(image, executable=ace, watchdog=60) as parser:
+        nothing = parser.parse("Xq zzv plorb wug.")
+        result = parser.parse(DOG)
+    assert nothing.error is None or "ACE:" in nothing.error
+    assert result.error is None and result.readings
 
 
 @pytest.mark.ace
