@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import struct
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -292,3 +294,28 @@ def test_cli_raw_input_needs_a_grammar(tmp_path, lit_home):
     result = invoke("analyze", str(path), "--grammar", "erg-1214")
     assert result.exit_code == 1
     assert result.stderr.startswith("lit: error: ") and "erg-1214" in result.stderr
+
+
+def test_cli_raw_text_parsed_with_fake_ace(tmp_path, lit_home, monkeypatch):
+    """`lit analyze -g erg-1214` on raw text starts ACE; here that is tests/fake_ace.py,
+    a test double for ACE (not obtainable here) replaying the recorded ERG 1214 output."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fake_ace_support import fake_ace_env
+
+    for var in list(os.environ):
+        if var.startswith("FAKE_ACE_"):
+            monkeypatch.delenv(var)
+    for key, value in fake_ace_env(tmp_path / "fake", "erg-1214").items():
+        monkeypatch.setenv(key, value)
+    rows = recorded("erg-1214", "readings")[:40]
+    text = tmp_path / "sentences.txt"
+    text.write_text("".join(r["sentence"] + "\n" for r in rows + rows[:3]))  # 3 repeats
+    result = invoke("analyze", "-g", "erg-1214", str(text), "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    expected = analyze_parsed([dict(r, selected=None) for r in rows])  # first readings
+    assert (out["sentences"], out["duplicates"]) == (40, 3)
+    assert (out["parsed"], out["tense"]) == (expected.parsed, expected.tense)
+    assert out["phenomena"] == expected.flags
+    assert out["not_parsed"]["total"] == 40 - expected.parsed
+    assert out["reading"] == {"first": expected.parsed}

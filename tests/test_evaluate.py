@@ -15,14 +15,17 @@ The fixture has six originals and four specs:
 from __future__ import annotations
 
 import json
+import os
 import struct
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import snli_sample_path
 from typer.testing import CliRunner
 
 from lit.cli import app
+from lit.contrast import contrast_sets
 from lit.errors import InputError, LitError
 from lit.evaluate import (
     Metrics,
@@ -350,3 +353,59 @@ def test_cli_errors(files, tmp_path):
     assert result.exit_code == 1 and "nope.jsonl: no such file" in result.stderr
     result = invoke("evaluate", str(transformed), str(bad), "--missing", "maybe")
     assert result.exit_code == 2
+
+
+# -- end to end: lit transform (with the fake-ace test double) -> lit evaluate -----------
+
+
+@pytest.fixture
+def fake_env(lit_home, tmp_path, monkeypatch):
+    """LIT_ACE / LIT_GRAMMAR_ERG_1214 pointing at tests/fake_ace.py, a test double for
+    ACE (not obtainable here) that replays the recorded ERG 1214 output."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fake_ace_support import fake_ace_env
+
+    for var in list(os.environ):
+        if var.startswith("FAKE_ACE_"):
+            monkeypatch.delenv(var)
+    for key, value in fake_ace_env(tmp_path / "fake", "erg-1214").items():
+        monkeypatch.setenv(key, value)
+
+
+def test_transform_then_evaluate(fake_env, tmp_path):
+    pairs = tmp_path / "snli.jsonl"
+    with open(snli_sample_path(), encoding="utf-8") as f:
+        pairs.write_text("".join(f.readline() for _ in range(30)))
+    specs = "m;o,i;i,p;f,f;f"
+    result = invoke("-q", "transform", "-g", "erg-1214", "--lm", "none", "-r", specs, str(pairs))
+    assert result.exit_code == 0, result.stderr
+    transformed = tmp_path / "t.jsonl"
+    transformed.write_text(result.stdout)
+    recs = [json.loads(line) for line in result.stdout.splitlines()]
+    ok = [r for r in recs if r["status"] == "ok"]
+    assert len(ok) >= 10 and {r["spec"] for r in ok} == set(specs.split(","))
+
+    # --format contrast-sets is lit.contrast over the same records
+    result = invoke("-q", "transform", "-g", "erg-1214", "--lm", "none", "-r", specs,
+                    "--format", "contrast-sets", str(pairs))
+    sets = [json.loads(line) for line in result.stdout.splitlines()]
+    assert sets == list(contrast_sets(recs)) and len(sets) == 30
+
+    # a "model" that gets every original right and always says entailment otherwise
+    preds = {r["id"]: r["original"]["gold_label"] for r in recs}
+    preds.update({f"{r['id']}:{r['spec']}": "entailment" for r in ok})
+    predictions = predictions_file(tmp_path / "p.jsonl", preds)
+    result = invoke("evaluate", str(transformed), str(predictions), "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    for spec in specs.split(","):
+        items = [r for r in ok if r["spec"] == spec]
+        entail = sum(r["gold_label"] == "entailment" for r in items)
+        same = sum(r["original"]["gold_label"] == "entailment" for r in items)
+        got = out["by_spec"][spec]
+        assert (got["sets"], got["acc_ori"]) == (len(items), 1.0)
+        assert got["acc_ctr"] == pytest.approx(entail / len(items))
+        assert got["consistency"] == pytest.approx(same / len(items))
+        assert got["contrast_consistency"] == pytest.approx(entail / len(items))
+    assert out["overall"]["items"] == len(ok)
+    assert out["missing"]["originals"]["count"] == out["missing"]["items"]["count"] == 0

@@ -306,6 +306,11 @@ def _analyze_raw(an_mod: Any, sentences: Any, grammar: str, *, dedupe: bool) -> 
     kwargs: dict[str, Any] = {}
     if getattr(g, "ace", None) is not None:
         kwargs["executable"] = g.ace
+    if getattr(g, "ace_version", None):
+        kwargs["ace_version"] = g.ace_version
+    semantics = getattr(getattr(g, "profile", None), "semantics", None) or {}
+    negation = semantics.get("negation") or "neg"
     sentences = list(sentences)
     with progress("parsing", total=len(sentences)) as bar, AceParser(g.image, **kwargs) as parser:
-        return an_mod.analyze_sentences(sentences, parser, dedupe=dedupe, on_sentence=bar.advance)
+        return an_mod.analyze_sentences(sentences, parser, dedupe=dedupe, negation=negation,
+                                        on_sentence=bar.advance)
