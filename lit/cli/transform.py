@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -141,7 +142,7 @@ def transform_command(
     items, total, label_names = _read_items(input, fmt, hf, on_error)
     reranker = None if lm.lower() == "none" else Reranker(
         lm, gguf_file=gguf_file, device=device, batch_size=batch_size)
-    rep = Report()
+    rep = Report(specs={s.text: Counter() for s in specs})  # every spec, even with no items
     transformer = Transformer(
         grammar, rules=ruleset, reranker=reranker, labels=table, select=select,
         candidates=candidates, verify=verify, keep_mrs=keep_mrs, n=readings, home=lit_home(env),
