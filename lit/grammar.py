@@ -723,7 +723,11 @@ def resolve_grammar(
         ace = Path(env[ACE_ENV_VAR]).expanduser()
         ace_source = "env"
         if not ace.is_file():
-            raise GrammarError(f"{ACE_ENV_VAR}={env[ACE_ENV_VAR]}: no such ACE binary")
+            raise GrammarError(
+                f"{ACE_ENV_VAR}={env[ACE_ENV_VAR]}: no such ACE binary; fix or unset "
+                f"{ACE_ENV_VAR}, or install ACE with `lit grammar install {name}`, or register "
+                f"one you have with `lit grammar add {name} --image PATH --ace PATH`"
+            )
     elif entry is not None and entry.ace is not None:
         ace, ace_version, ace_sha256 = entry.ace, entry.ace_version, entry.ace_sha256
         ace_source = entry.source
