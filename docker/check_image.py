@@ -3,8 +3,8 @@
 For every grammar registered in ``$LIT_HOME`` it resolves the grammar the way
 lit does (verifying the sha256 recorded by ``lit grammar install``/``add``),
 runs its ACE binary and parses a sentence. With ``--model NAME`` it also loads
-that Hugging Face model and tokenizer from the local cache (set
-``HF_HUB_OFFLINE=1``). It exits 1 with one line per problem on stderr.
+that model with lit's reranker from local files only and scores a sentence.
+It exits 1 with one line per problem on stderr.
 
 Usage::
 
@@ -46,12 +46,17 @@ def check_grammar(name: str, sentence: str, env: Mapping[str, str]) -> str:
 
 
 def check_model(name: str) -> str:
-    """Load model *name* and its tokenizer from the local Hugging Face cache."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load model *name* with lit's reranker, from local files only, and score a sentence.
 
-    AutoTokenizer.from_pretrained(name)
-    AutoModelForCausalLM.from_pretrained(name)
-    return f"model {name}: loaded from {os.environ.get('HF_HOME', 'the default cache')}"
+    Raises:
+        RerankError: the model cannot be loaded (e.g. not in the local cache)
+    """
+    from lit.rerank import Reranker
+
+    with Reranker(name, device="cpu", local_files_only=True) as reranker:
+        (score,) = reranker.score(["Dogs bark."])
+    where = os.environ.get("HF_HOME", "the default cache")
+    return f"model {name}: loaded from {where}; scores 'Dogs bark.' {score:.3f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.model:
         try:
             print(check_model(args.model))
-        except OSError as exc:  # what transformers raises for missing local files
-            problems.append(f"model {args.model}: {exc}")
+        except LitError as exc:
+            problems.append(str(exc))
     for problem in problems:
         print(f"check_image: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -36,6 +36,11 @@ from typer.testing import CliRunner
 
 from lit.cli import app
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 REPO = Path(__file__).resolve().parent.parent
 DOCKERFILE = REPO / "docker" / "Dockerfile"
 DOCKER_README = REPO / "docker" / "README.md"
@@ -678,7 +683,7 @@ def test_dockerignore(parsed):
 
 
 def _requirements() -> dict[str, Version]:
-    pins = {}
+    pins: dict[str, Version] = {}
     for lineno, line in enumerate(REQUIREMENTS.read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -760,3 +765,38 @@ def test_check_image_reports_problems(tmp_path):
     proc = _run_check(home)
     assert proc.returncode == 1
     assert "changed since it was registered" in proc.stderr, proc.stderr
+
+
+def _check_image_module() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_image", CHECK_IMAGE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_check_image_loads_model_offline(tmp_path, monkeypatch):
+    # in-process: a subprocess would spend most of the test importing torch again
+    from test_rerank import build_tiny_gpt2  # a tiny GPT-2 saved locally, no hub
+
+    from lit.errors import RerankError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    check_image = _check_image_module()
+    model = build_tiny_gpt2(tmp_path / "tiny-gpt2")
+    assert check_image.check_model(str(model)).startswith(f"model {model}: loaded")
+    with pytest.raises(RerankError, match="no-such-model"):
+        check_image.check_model(str(tmp_path / "no-such-model"))
+
+
+def test_built_in_model_is_lits_default(parsed):
+    """The model put into the image is the one `lit transform` uses by default."""
+    global_args, _ = parsed
+    transform = get_command(app).commands["transform"]
+    (lm,) = [p for p in transform.params if "--lm" in getattr(p, "opts", ())]
+    assert global_args.get("RERANK_MODEL") == lm.default, (
+        f"RERANK_MODEL={global_args.get('RERANK_MODEL')} but `lit transform --lm` defaults "
+        f"to {lm.default}: the image would need the network to rerank"
+    )
