@@ -540,7 +540,8 @@ def read_mrs_items(
     """Yield an :class:`MrsItem` per non-blank line of *source*.
 
     A line is either SimpleMRS or a JSON object: ``lit parse`` output (the
-    ``selected`` reading of ``readings`` is used) or any object with an
+    ``selected`` reading of ``readings`` is used, the first one if there is
+    no ``selected`` field; ``null`` means none) or any object with an
     ``mrs`` string. The id is the object's ``id`` or else the line number.
 
     Raises:
