@@ -9,12 +9,13 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import click
 import typer
 
 from lit.cli._app import app
@@ -30,6 +31,7 @@ _EPILOG = (
 
 @app.command("transform", epilog=_EPILOG)
 def transform_command(
+    ctx: typer.Context,
     rules: Annotated[str, typer.Option(
         "--rules", "-r",
         help="Specs, comma-separated: 'f;p+i,m;o' (premise;hypothesis, '+' composes, "
@@ -120,7 +122,7 @@ def transform_command(
     _choice("--select", select, ("roundtrip", "first"))
     _choice("--on-error", on_error, ("fail", "skip"))
     if hf is not None and input not in (None, "-"):
-        raise click.UsageError("give either INPUT or --hf, not both")
+        raise typer.BadParameter("give either INPUT or --hf, not both", param_hint="--hf")
 
     env = dict(os.environ)
     ruleset = RuleSet.load(rules_dir or ())
@@ -128,9 +130,11 @@ def transform_command(
     specs = parse_specs(rules, ruleset, pair=None if fmt != "text" else False)
     single = not specs[0].is_pair
     if any(s.is_pair == single for s in specs):
-        raise click.UsageError("--rules mixes pair specs (a;b) and single-sentence specs")
+        raise typer.BadParameter("mixes pair specs (a;b) and single-sentence specs",
+                                 param_hint="--rules")
     if fmt == "text" and not single:
-        raise click.UsageError("plain-text input needs single-sentence specs like 'p+i'")
+        raise typer.BadParameter("plain-text input needs single-sentence specs like 'p+i'",
+                                 param_hint="--rules")
     table = LabelTable.load(labels, rules=ruleset) if labels is not None else None
 
     fields = None
@@ -148,11 +152,13 @@ def transform_command(
         candidates=candidates, verify=verify, keep_mrs=keep_mrs, n=readings, home=lit_home(env),
         env=env, max_words=max_words,
     )
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     from lit.jsonl import JsonlWriter
 
     writer = JsonlWriter(out)
-    with transformer, progress("transform", total=total) as bar:
+    quiet = is_quiet(ctx)  # typer's own click: pass the context explicitly
+    bar_cm: Any = nullcontext(_NoBar()) if quiet else progress("transform", total=total)
+    with transformer, bar_cm as bar:
         if single:
             records = _sentence_records(transformer, items, specs, sentence_field, id_field)
         else:
@@ -176,13 +182,18 @@ def transform_command(
             report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         except OSError as exc:
             raise LitError(f"cannot write report {report}: {exc.strerror}") from exc
-    if not is_quiet():
-        click.echo(rep.summary(), err=True)
+    if not quiet:
+        typer.echo(rep.summary(), err=True)
+
+
+class _NoBar:
+    def advance(self, n: int = 1) -> None:
+        pass
 
 
 def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
-        raise click.BadParameter(f"{value!r}; choose from {', '.join(allowed)}",
+        raise typer.BadParameter(f"{value!r}; choose from {', '.join(allowed)}",
                                  param_hint=option)
 
 
@@ -262,7 +273,7 @@ def _read_table(path: str | None, delimiter: str) -> Iterator[dict[str, Any]]:
 def _load_hf(spec: str) -> Any:
     parts = spec.rsplit(":", 2) if spec.count(":") >= 2 else spec.rsplit(":", 1)
     if len(parts) < 2 or not all(parts):
-        raise click.BadParameter(f"{spec!r}; expected NAME[:CONFIG]:SPLIT, e.g. snli:validation",
+        raise typer.BadParameter(f"{spec!r}; expected NAME[:CONFIG]:SPLIT, e.g. snli:validation",
                                  param_hint="--hf")
     name, config, split = (parts[0], None, parts[1]) if len(parts) == 2 else parts
     try:
