@@ -51,6 +51,17 @@ _LAZY: dict[str, str] = {
     "Applied": "lit.rules",
     "apply_chain": "lit.rules",
     "Semantics": "lit.transform",
+    # NLI transformation pipeline (issue #4)
+    "Spec": "lit.spec",
+    "parse_specs": "lit.spec",
+    "LabelTable": "lit.nli",
+    "Candidate": "lit.generate",
+    "clean_realizations": "lit.generate",
+    "Reranker": "lit.rerank",
+    "Transformer": "lit.pipeline",
+    "augment_nli": "lit.pipeline",
+    "Report": "lit.pipeline",
+    "NliFields": "lit.pipeline",
     # evaluation and analysis (issue #6)
     "contrast_sets": "lit.contrast",
     "evaluate_records": "lit.evaluate",
