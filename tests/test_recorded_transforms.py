@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from conftest import real_ace, recorded, snli_sample_path
 from delphin.codecs import simplemrs
-from delphin.mrs import is_isomorphic
+from delphin.mrs import is_isomorphic, is_well_formed
 
 from lit.grammar import load_profile
 from lit.rules import RuleSet, apply_chain
@@ -178,6 +178,28 @@ def test_deliberate_negation_difference_is_shown():
         # the recording's realizations are double negations
         assert any("No one" in s and ("not" in s or "n't" in s) for s in p["generated"])
         print(f"{p['sentence']!r}: recorded -> {p['generated'][:2]}; lit -> {p['ours']!r}")
+
+
+COMPOSITIONS = ["m:might", "n:no", "i+m", "m+i", "i+n", "pa+s", "q+m+p", "m+n+q", "i2+f", "-prog"]
+
+
+@pytest.mark.parametrize("grammar", GRAMMARS)
+def test_compositions_beyond_the_recordings_stay_well_formed(grammar):
+    """Chains the recordings do not cover, on every selected real reading:
+    never an exception, always a well-formed MRS (delphin.mrs.is_well_formed)."""
+    profile = load_profile(grammar)
+    rules = RuleSet.load(plugins=False)
+    applied = Counter()
+    for row in recorded(grammar, "readings"):
+        if row["selected"] is None:
+            continue
+        m = simplemrs.decode(row["readings"][row["selected"]]["mrs"])
+        for chain in COMPOSITIONS:
+            out = apply_chain(m, rules.parse_chain(chain), profile)
+            if out.mrs is not None:
+                applied[chain] += 1
+                assert is_well_formed(out.mrs), (chain, row["sentence"])
+    assert applied["q+m+p"] > 50 and applied["pa+s"] > 30
 
 
 # --------------------------------------------------------------------------
