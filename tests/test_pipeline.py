@@ -348,3 +348,18 @@ def test_stages():
 def test_missing_grammar_without_backends(lit_home):
     with pytest.raises(GrammarError):
         Transformer("erg-1214", home=lit_home, env={}).open()
+
+
+def test_readme_python_api_examples():
+    """The README's "Python API" examples run (ACE-bound ones are marked +SKIP)."""
+    import doctest
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("\n## Python API")
+    end = text.find("\n## ", start + 1)
+    section = text[start: end if end != -1 else len(text)]
+    test = doctest.DocTestParser().get_doctest(section, {}, "README: Python API", "README.md", 0)
+    assert len(test.examples) > 5
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
