@@ -152,9 +152,20 @@ def read_jsonl(
         yield lineno, Skipped(lineno, reason, line)
 
 
+# Characters that str.splitlines() and many JSONL readers treat as line breaks,
+# but json.dumps(ensure_ascii=False) leaves raw inside strings: escape them so
+# that one record is always one line.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def dumps(record: Mapping[str, Any]) -> str:
-    """Serialize *record* as one JSON line (no trailing newline)."""
-    return json.dumps(record, ensure_ascii=False, separators=(", ", ": "))
+    """Serialize *record* as one JSON line (no trailing newline).
+
+    Non-ASCII text is kept as is, except the Unicode line separators
+    U+0085, U+2028 and U+2029, which are written as JSON escapes so that a
+    reader splitting on them (``str.splitlines``) still sees one line.
+    """
+    return json.dumps(record, ensure_ascii=False, separators=(", ", ": ")).translate(_LINE_BREAKS)
 
 
 class JsonlWriter:
