@@ -39,6 +39,8 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import pickle
+import queue
 import signal
 import time
 from collections import deque
@@ -57,6 +59,9 @@ R = TypeVar("R")
 
 #: a worker that dies this many times in a row before it is ready is a setup problem
 _MAX_INIT_FAILURES = 3
+
+#: seconds between checks, in an idle worker, that the main process is alive
+_PARENT_CHECK = 1.0
 
 
 class EngineError(LitError):
@@ -207,19 +212,32 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 def _worker_main(conn: Connection, tasks: Any, fn: Callable[[Any, Any], Any],
                  init: Callable[..., Any] | None, initargs: tuple[Any, ...]) -> None:
-    """Body of a worker process: build state, serve tasks, tear down."""
+    """Body of a worker process: build state, serve tasks, tear down.
+
+    The worker stops (tearing its state down) on the stop sentinel, on
+    SIGTERM, and when the main process is gone (killed), so no orphaned
+    worker keeps its ACE processes alive.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    parent = multiprocessing.parent_process()
     with contextlib.ExitStack() as stack:
         try:
             state = _open_state(stack, init, initargs)
         except Exception as exc:  # reported to the main process, which raises EngineError
             logger.debug("worker initializer failed", exc_info=True)
-            conn.send(("init-failed", None, _error_text(exc)))
+            _send(conn, ("init-failed", None, _error_text(exc)))
             return
-        conn.send(("ready", None, None))
+        if not _send(conn, ("ready", None, None)):
+            return
         while True:
-            task = tasks.get()
+            try:
+                task = tasks.get(timeout=_PARENT_CHECK)
+            except queue.Empty:
+                if parent is not None and not parent.is_alive():
+                    logger.debug("main process is gone; worker %d stops", os.getpid())
+                    return
+                continue
             if task is None:
                 break
             index, item = task
@@ -229,9 +247,21 @@ def _worker_main(conn: Connection, tasks: Any, fn: Callable[[Any, Any], Any],
                 logger.debug("item %d failed", index, exc_info=True)
                 reply = ("error", index, _error_text(exc))
             try:
-                conn.send(reply)
-            except (TypeError, AttributeError, ValueError) as exc:  # unpicklable value
-                conn.send(("error", index, f"result cannot be sent back: {_error_text(exc)}"))
+                sent = _send(conn, reply)
+            except (TypeError, AttributeError, ValueError, pickle.PicklingError) as exc:
+                sent = _send(conn, ("error", index,
+                                    f"result cannot be sent back: {_error_text(exc)}"))
+            if not sent:
+                return
+
+
+def _send(conn: Connection, message: tuple[Any, ...]) -> bool:
+    """Send *message* to the main process; ``False`` if it is gone."""
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionResetError, EOFError):
+        return False
+    return True
 
 
 def _discard(queue: Any) -> None:

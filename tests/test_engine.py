@@ -221,3 +221,41 @@ def test_ctrl_c_tears_down_workers(tmp_path):
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # a zombie is gone too (its parent, the killed main process, cannot reap it)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
+
+
+def test_killed_main_process_leaves_no_orphaned_workers(tmp_path):
+    script = tmp_path / "run.py"
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    script.write_text(_CTRL_C_SCRIPT.format(tests=str(Path(__file__).parent),
+                                            markers=str(markers)))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                            stderr=subprocess.PIPE)
+    pids = set()
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        pids.add(int(line))
+        if len(pids) == 2:
+            break
+    proc.kill()  # SIGKILL: no chance to stop the workers
+    proc.wait(30)
+    deadline = time.monotonic() + 60  # a bound for a hang, not a timing assertion
+    while not all(_gone(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_gone(pid) for pid in pids)
+    # they stopped on their own, tearing their state down
+    assert {int(p.name.split("-")[1]) for p in markers.glob("exit-*")} >= pids
+    assert "Traceback" not in proc.stderr.read()
