@@ -286,14 +286,14 @@ def test_cli_table(tmp_path):
     assert result.stderr == ""
 
 
-def test_cli_raw_input_needs_a_grammar(tmp_path, lit_home):
+def test_cli_raw_input_needs_an_installed_grammar(tmp_path, lit_home):
     path = tmp_path / "s.txt"
     path.write_text("Dogs bark.\n")
-    result = invoke("analyze", str(path))
-    assert result.exit_code == 2 and "--grammar" in result.stderr
-    result = invoke("analyze", str(path), "--grammar", "erg-1214")
-    assert result.exit_code == 1
-    assert result.stderr.startswith("lit: error: ") and "erg-1214" in result.stderr
+    for args in ([], ["--grammar", "erg-2018"]):
+        result = invoke("analyze", str(path), *args)
+        assert result.exit_code == 1
+        assert result.stderr.startswith("lit: error: grammar erg-")
+        assert "is not installed" in result.stderr and "lit grammar install" in result.stderr
 
 
 def test_cli_raw_text_parsed_with_fake_ace(tmp_path, lit_home, monkeypatch):

@@ -21,7 +21,6 @@ from rich.console import Console
 
 from lit.cli._app import app
 from lit.cli._common import echo_summary, progress
-from lit.errors import LitError
 
 _JsonOpt = Annotated[
     bool,
@@ -30,8 +29,8 @@ _JsonOpt = Annotated[
 ]
 _PlotOpt = Annotated[
     Optional[Path],  # noqa: UP007 - evaluated by typer at runtime, also on Python 3.10
-    typer.Option("--plot", help="Also write a bar chart to this PNG file (needs matplotlib: "
-                 "pip install lit-mrs[plot]).", dir_okay=False, writable=True),
+    typer.Option("--plot", help="Also write a bar chart to this PNG file (needs matplotlib, "
+                 "from the 'plot' extra of lit-mrs).", dir_okay=False, writable=True),
 ]
 
 
@@ -251,8 +250,8 @@ def analyze_cmd(
     ] = "-",
     grammar: Annotated[
         Optional[str],  # noqa: UP007
-        typer.Option("--grammar", "-g", help="Grammar to parse raw input with (not needed "
-                     "for `lit parse` output)."),
+        typer.Option("--grammar", "-g", help="Grammar to parse raw input with (default: the "
+                     "default grammar; not used for `lit parse` output)."),
     ] = None,
     fields: Annotated[
         str, typer.Option("--fields", help="Comma-separated fields holding sentences in a JSONL "
@@ -279,11 +278,6 @@ def analyze_cmd(
     if kind == "parsed":
         result = an_mod.analyze_parsed(items, dedupe=not keep_duplicates)
     else:
-        if grammar is None:
-            raise typer.BadParameter(
-                "this input has no readings: give --grammar NAME to parse it with ACE, "
-                "or pass `lit parse` output"
-            )
         result = _analyze_raw(an_mod, items, grammar, dedupe=not keep_duplicates)
     console = _table_console(ctx, as_json)
     if console is not None:
@@ -296,12 +290,12 @@ def analyze_cmd(
                    "not parsed": result.sentences - result.parsed})
 
 
-def _analyze_raw(an_mod: Any, sentences: Any, grammar: str, *, dedupe: bool) -> Any:
-    try:
-        from lit.ace import AceParser  # noqa: PLC0415
-        from lit.grammar import resolve_grammar  # noqa: PLC0415
-    except ImportError as exc:  # pragma: no cover - depends on issue #2 landing
-        raise LitError(f"parsing raw input needs lit.ace and lit.grammar: {exc}") from exc
+def _analyze_raw(an_mod: Any, sentences: Any, grammar: str | None, *, dedupe: bool) -> Any:
+    from lit.ace import AceParser  # noqa: PLC0415
+    from lit.grammar import default_grammar, lit_home, resolve_grammar  # noqa: PLC0415
+
+    if grammar is None:
+        grammar = default_grammar(home=lit_home(os.environ))
     g = resolve_grammar(grammar, env=os.environ)
     kwargs: dict[str, Any] = {}
     if getattr(g, "ace", None) is not None:
