@@ -168,7 +168,7 @@ class LabelTable:
             t in self.transparent for t in spec.shared
         ):
             base_key = tuple(None if s == "o" else (s,) for s in spec.base)
-            row = self._index().get(base_key)  # type: ignore[arg-type]
+            row = self._index().get(base_key)
             if row is not None:
                 return row, "+" + "+".join(spec.shared)
         return None, None

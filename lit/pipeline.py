@@ -192,7 +192,7 @@ class Report:
         return f"{self.items} items x {len(self.specs)} specs: " + ", ".join(parts)
 
 
-class _LRU(OrderedDict):  # type: ignore[type-arg]
+class _LRU(OrderedDict):
     def __init__(self, size: int) -> None:
         super().__init__()
         self.size = size

@@ -189,7 +189,7 @@ class Reranker:
             ) from exc
         device = self.requested_device or ("cuda" if torch.cuda.is_available() else "cpu")
         try:
-            model.to(device)
+            model.to(device)  # type: ignore[arg-type]
         except (RuntimeError, AssertionError) as exc:
             raise RerankError(f"cannot move the language model to {device}: {exc}") from exc
         model.eval()

@@ -156,7 +156,7 @@ def transform_command(
     from lit.jsonl import JsonlWriter
 
     writer = JsonlWriter(out)
-    quiet = is_quiet(ctx)  # typer's own click: pass the context explicitly
+    quiet = is_quiet(ctx)  # type: ignore[arg-type]  # typer's own click: pass it explicitly
     bar_cm: Any = nullcontext(_NoBar()) if quiet else progress("transform", total=total)
     with transformer, bar_cm as bar:
         if single:
@@ -238,11 +238,12 @@ def _read_items(path: str | None, fmt: str, hf: str | None, on_error: str
         names = _label_names(ds, "label") or _label_names(ds, "gold_label")
         return ds, len(ds), names
     total = None if path in (None, "-") else _line_count(path)
+    mode: Any = on_error
     if fmt == "jsonl":
-        return (rec for _, rec in read_jsonl(path, on_error=on_error)), total, None  # type: ignore[arg-type]
+        return (rec for _, rec in read_jsonl(path, on_error=mode)), total, None
     if fmt == "text":
         return ((lineno, line) if isinstance(line, str) else line
-                for lineno, line in read_lines(path, on_error=on_error)), total, None
+                for lineno, line in read_lines(path, on_error=mode)), total, None
     return _read_table(path, "\t" if fmt == "tsv" else ","), total, None
 
 
@@ -252,7 +253,7 @@ def _read_table(path: str | None, delimiter: str) -> Iterator[dict[str, Any]]:
     name = "<stdin>" if path in (None, "-") else path
     f = open_text(path)
     try:
-        quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+        quoting: Any = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
         reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
         header = next(reader, None)
         if header is None:
