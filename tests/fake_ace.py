@@ -51,7 +51,8 @@ input line, i.e. the sentence or the SimpleMRS):
 ``FAKE_ACE_HANG_ON=substring``
     sleep forever on that item (a hang: lit's watchdog must kill it)
 ``FAKE_ACE_DIE_ON=substring``
-    write half an answer, then die by SIGKILL in the middle of that item
+    write half an answer (and a line on stderr), then die by SIGKILL in the
+    middle of that item
 ``FAKE_ACE_DIE_ONCE_FILE=path``
     with ``FAKE_ACE_DIE_ON``: die only if *path* does not exist yet, and
     create it first (the retried item then succeeds)
@@ -311,6 +312,8 @@ def _faults(line: str, out) -> None:  # noqa: ANN001
             if once:
                 Path(once).touch()
             _log("die", input=line)
+            sys.stderr.write("fake-ace: dying on purpose (FAKE_ACE_DIE_ON)\n")
+            sys.stderr.flush()
             out.write("(:ninputs . 3) (:p-input . ")
             out.flush()
             os.kill(os.getpid(), signal.SIGKILL)

@@ -289,6 +289,8 @@ def test_crash_mid_item_is_retried_once_then_recorded(fake, monkeypatch):
         after = parser.parse(SENTENCE)
         assert parser.restarts == 2
     assert failed.error.startswith("ACE process died 2 times (exit code -9); restarted")
+    # the last line ACE wrote to stderr explains the crash
+    assert failed.error.endswith("last stderr line: fake-ace: dying on purpose (FAKE_ACE_DIE_ON)")
     assert after.error is None and after.readings
     assert sum(e["event"] == "die" for e in read_log(log)) == 2
 
@@ -324,7 +326,7 @@ def test_garbage_output_fails_the_item_only(fake, monkeypatch):
     assert good.error is None and good.readings
 
 
-def test_stderr_flood_does_not_deadlock(fake, monkeypatch):
+def test_stderr_flood_does_not_deadlock(fake, monkeypatch, capfd):
     ace, image, _ = fake
     # far more than a pipe buffer (64 KiB) per item; a watchdog turns a
     # deadlock into a failed item instead of a hanging test
@@ -333,6 +335,8 @@ def test_stderr_flood_does_not_deadlock(fake, monkeypatch):
         results = [parser.parse(SENTENCE) for _ in range(3)]
         assert parser.restarts == 0
     assert all(r.error is None and r.readings for r in results)
+    # ACE's stderr is drained, not passed through to ours
+    assert "stderr flood" not in capfd.readouterr().err
 
 
 # -- start-up errors --------------------------------------------------------------
