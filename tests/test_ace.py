@@ -458,3 +458,22 @@ def test_real_ace_watchdog_and_restart():
         result = parser.parse(DOG)
         assert parser.pid != pid
     assert result.error is None and result.readings
+
+
+def test_backends_satisfy_the_protocols(fake):
+    ace, image, _ = fake
+    with AceParser(image, executable=ace) as parser, AceGenerator(image, executable=ace) as gen:
+        assert isinstance(parser, Parser) and isinstance(gen, Generator)
+
+
+def test_erg_2018_round_trip_through_fake_ace(tmp_path, monkeypatch):
+    for var in list(os.environ):
+        if var.startswith("FAKE_ACE_"):
+            monkeypatch.delenv(var)
+    ace, image = fake_ace(tmp_path, "erg-2018")
+    row = next(r for r in recorded("erg-2018", "readings") if r["selected"] is not None)
+    with AceParser(image, executable=ace, n=10) as parser, \
+            AceGenerator(image, executable=ace) as generator:
+        result = parser.parse(row["sentence"])
+        assert [r.mrs for r in result.readings] == [r["mrs"] for r in row["readings"]]
+        assert select_reading(result, "roundtrip", generator=generator) == row["selected"]
