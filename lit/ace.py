@@ -792,7 +792,8 @@ class AceParser(_AceProcess):
             restarts ACE and reports the item as failed (``None``: no
             watchdog); keep it above *timeout*
         retries: how often an item whose ACE process died is retried on
-            the fresh process before it is reported as failed
+            the fresh process before it is reported as failed (an item that
+            hung past the watchdog is not retried)
         env: environment of the ACE process (default: inherited)
         ace_version: ACE's version if known (e.g. ``"0.9.34"``); otherwise
             ``ACE -V`` is run once
