@@ -138,3 +138,29 @@ def test_selected_readings_are_the_transform_inputs():
         chosen = strip_lnk(_decoded(row["readings"][row["selected"]]["mrs"]))
         assert is_isomorphic(chosen, _decoded(t["input_mrs"]), properties=True)
     assert len(seen) == 142
+
+
+def test_roundtrip_selection_through_fake_ace_processes(tmp_path, monkeypatch):
+    """The whole stack on all 300 sentences: lit.ace drives tests/fake_ace.py (a
+    test double replaying the recordings through real subprocesses), and
+    selection by round trip picks the recorded reading every time."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from lit.ace import AceGenerator, AceParser
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fake_ace_support import fake_ace
+
+    for var in list(os.environ):
+        if var.startswith("FAKE_ACE_"):
+            monkeypatch.delenv(var)
+    ace, image = fake_ace(tmp_path, "erg-1214")
+    rows = recorded("erg-1214", "readings")
+    with AceParser(image, executable=ace, n=10) as parser, \
+            AceGenerator(image, executable=ace) as generator:
+        chosen = [select_reading(parser.parse(row["sentence"]), "roundtrip", generator=generator)
+                  for row in rows]
+        assert parser.restarts == 0 and generator.restarts == 0
+    assert chosen == [row["selected"] for row in rows]
