@@ -208,3 +208,16 @@ def test_environment_is_read_by_cli_only(lit_home, monkeypatch):
     monkeypatch.setenv("LIT_GRAMMAR_ERG_1214", "/nonexistent")
     with pytest.raises(GrammarError, match="not installed"):
         resolve_grammar("erg-1214", home=lit_home)
+
+
+def test_registered_grammar_without_profile_is_listed(lit_home, runner, image):
+    from lit.grammar import Installation, file_sha256, register
+
+    register(Installation(name="gone-erg", image=image, source="added",
+                          image_sha256=file_sha256(image), installed="2026-01-01T00:00:00"),
+             home=lit_home)
+    result = invoke(runner, "grammar", "list", "--json")
+    assert result.exit_code == 0
+    row = rows(result.stdout)["gone-erg"]
+    assert row["installed"] is False and "no grammar profile gone-erg.toml" in row["error"]
+    assert "gone-erg" in invoke(runner, "grammar", "list").stdout

@@ -167,7 +167,7 @@ def list_command(
     from: downloaded, added (by hand), compiled, or env (LIT_GRAMMAR_<NAME>,
     LIT_ACE).
     """
-    from lit.grammar import default_grammar, list_profiles
+    from lit.grammar import default_grammar, list_profiles, read_registry
 
     env = _env()
     home = _home()
@@ -175,7 +175,19 @@ def list_command(
         default: str | None = default_grammar(home=home)
     except GrammarError:
         default = None
-    rows = [_status(p, home, env, default) for p in list_profiles(home=home)]
+    profiles = list_profiles(home=home)
+    rows = [_status(p, home, env, default) for p in profiles]
+    # registered grammars whose profile is gone are listed, not dropped
+    known = {p.name for p in profiles}
+    for name, entry in sorted(read_registry(home).items()):
+        if name not in known:
+            rows.append({
+                "name": name, "erg_version": None, "default": False, "installed": False,
+                "image": str(entry.image), "ace": None if entry.ace is None else str(entry.ace),
+                "ace_version": entry.ace_version, "source": entry.source, "ace_source": None,
+                "error": f"registered in {home / 'registry.json'}, but it has no grammar "
+                         f"profile {name}.toml",
+            })
     if as_json:
         for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False))
@@ -196,7 +208,7 @@ def list_command(
             ace += f" ({row['ace_version']})"
         if row["ace_source"] == "env":
             ace += " [env]"
-        image = row["image"] or row["error"] or ""
+        image = row["error"] or row["image"] or ""
         cells = (name, installed, image, ace, row["source"] or "")
         table.add_row(*(Text(c) for c in cells))  # plain text: no rich markup in paths
     _stdout_console().print(table)
