@@ -95,6 +95,7 @@ def read_lines(
     ``on_error="skip"``, yields a :class:`Skipped`.
     """
     f = open_text(source)
+    owned = isinstance(source, (str, os.PathLike)) and source != "-"
     name = _name(source) if source not in (None, "-") else "<stdin>"
     try:
         for lineno, line in enumerate(f, start=1):
@@ -104,11 +105,12 @@ def read_lines(
             except InputError as exc:
                 if on_error == "fail":
                     raise
-                yield lineno, Skipped(lineno, exc.message, line.encode("utf-8", "replace").decode())
+                text = line.encode("utf-8", "replace").decode()
+                yield lineno, Skipped(lineno, exc.message, text)
                 continue
             yield lineno, line
     finally:
-        if f is not sys.stdin and source not in (None, "-") and isinstance(source, (str, os.PathLike)):
+        if owned:
             f.close()
 
 

@@ -6,14 +6,14 @@ given and writes JSONL to stdout, so stages pipe into each other.
 
 from __future__ import annotations
 
-from lit.cli._app import app
+from lit.cli import evaluate as _evaluate  # noqa: F401,E402
 
 # Command modules register themselves on ``app`` when imported.
 from lit.cli import grammar as _grammar  # noqa: F401,E402
 from lit.cli import parse as _parse  # noqa: F401,E402
 from lit.cli import rules as _rules  # noqa: F401,E402
 from lit.cli import transform as _transform  # noqa: F401,E402
-from lit.cli import evaluate as _evaluate  # noqa: F401,E402
+from lit.cli._app import app
 
 __all__ = ["app", "main"]
 

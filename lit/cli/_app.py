@@ -72,7 +72,8 @@ def _version_callback(value: bool) -> None:
 def _root(
     ctx: typer.Context,
     verbose: int = typer.Option(
-        0, "--verbose", "-v", count=True, help="More log output on stderr (-vv: debug, tracebacks)."
+        0, "--verbose", "-v", count=True,
+        help="More log output on stderr (-vv: debug, tracebacks).",
     ),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Only errors on stderr; no progress bars or summaries."
