@@ -24,10 +24,11 @@ Example (needs ACE and an installed grammar):
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -50,6 +51,9 @@ __all__ = [
     "Report",
     "Transformer",
     "augment_nli",
+    "open_worker",
+    "prepare_job",
+    "record_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -250,6 +254,15 @@ class Transformer:
         ace_options: more keyword arguments for the ACE processes
         chunk_size: items processed (and LM-batched) together
         cache_size: distinct sentences/chains remembered
+        cache: a :class:`~lit.cache.ParseCache`; the ACE parser started on
+            entry then looks sentences up there first (``None``: no cache)
+        prepare_map: runs the ACE-bound stage (parse, apply chain, generate)
+            of many jobs elsewhere, e.g. in worker processes: called once
+            per run with an iterable of jobs, it must yield one
+            :class:`~lit.engine.Outcome` per job, in order, whose value is
+            :func:`prepare_job`'s result (see :func:`open_worker`). Ranking,
+            verification and labelling stay in this process, so the LM is
+            loaded once and scores the candidates of whole chunks together.
         max_words: sentences with more whitespace-separated words are not
             parsed (never sent to ACE) and skipped as ``no-parse: too long``
     """
@@ -273,6 +286,8 @@ class Transformer:
         ace_options: Mapping[str, Any] | None = None,
         chunk_size: int = 64,
         cache_size: int = 20000,
+        cache: Any = None,
+        prepare_map: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
         max_words: int | None = None,
     ) -> None:
         if rules is None:
@@ -283,7 +298,7 @@ class Transformer:
         self._grammar_arg = grammar
         self.home, self.env = home, env
         self.parser, self.generator = parser, generator
-        self._own_backends = parser is None or generator is None
+        self._injected = (parser, generator)
         self.profile: Any = None
         self.grammar: Any = None
         self._labels = labels
@@ -295,6 +310,8 @@ class Transformer:
         self.max_words = max_words
         self.ace_options = dict(ace_options or {})
         self.chunk_size = max(1, chunk_size)
+        self.cache = cache
+        self.prepare_map = prepare_map
         if isinstance(reranker, (str, os.PathLike)):
             reranker = Reranker(reranker)
         self.reranker = reranker
@@ -326,6 +343,8 @@ class Transformer:
                     self.parser = AceParser(self.grammar.image, executable=ace, n=self.n,
                                             env=self.env, **self.ace_options)
                     self._started.append(self.parser)
+                    if self.cache is not None:
+                        self.parser = self._cached(self.parser)
                 if self.generator is None:
                     self.generator = AceGenerator(self.grammar.image, executable=ace,
                                                   env=self.env, **self.ace_options)
@@ -344,12 +363,18 @@ class Transformer:
         while self._started:
             proc = self._started.pop()
             proc.close()
-        if self._own_backends:
-            self.parser = self.generator = None
+        self.parser, self.generator = self._injected
         if self._loaded_reranker and self.reranker is not None:
             self.reranker.close()
             self._loaded_reranker = False
         self._entered = False
+
+    def _cached(self, parser: Any) -> Any:
+        from lit.cache import CachedParser, parser_cache_key
+        from lit.grammar import file_sha256
+
+        sha = self.grammar.image_sha256 or file_sha256(self.grammar.image)
+        return CachedParser(parser, self.cache, parser_cache_key(parser, sha))
 
     def _resolve_grammar(self) -> None:
         from lit.grammar import Grammar, GrammarProfile, default_grammar, load_profile
@@ -466,24 +491,34 @@ class Transformer:
         return job.result
 
     def transform_sentences(
-        self, items: Iterable[Any], specs: str | Sequence[Spec]
+        self, items: Iterable[Any], specs: str | Sequence[Spec], *,
+        done: Container[tuple[Any, str]] = (),
     ) -> Iterator[dict[str, Any]]:
         """Records for plain sentences: *items* are strings, ``(id, sentence)``
         pairs or :class:`~lit.jsonl.Skipped` lines; one record per item and spec.
+
+        *done* holds ``(id, spec)`` keys (see :func:`record_key`) of records
+        an earlier run already wrote (``--resume``): they are neither
+        computed nor yielded again.
         """
         spec_list = self.parse_specs(specs, pair=False)
-        for chunk in _chunks(enumerate(items, start=1), self.chunk_size):
-            prepared = []
-            jobs: dict[tuple[str, str], _Job] = {}
-            for pos, item in chunk:
-                item_id, sentence, invalid = _sentence_item(pos, item)
-                prepared.append((item_id, sentence, invalid))
-                if invalid is None:
-                    for spec in spec_list:
-                        self._job_for(jobs, sentence, spec.premise, spec.key[0])
-            self._run_jobs(list(jobs.values()))
-            for item_id, sentence, invalid in prepared:
-                for spec in spec_list:
+
+        def build() -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
+            for chunk in _chunks(enumerate(items, start=1), self.chunk_size):
+                prepared = []
+                jobs: dict[tuple[str, str], _Job] = {}
+                for pos, item in chunk:
+                    item_id, sentence, invalid = _sentence_item(pos, item)
+                    todo = [s for s in spec_list if record_key(item_id, s.text) not in done]
+                    prepared.append((item_id, sentence, invalid, todo))
+                    if invalid is None:
+                        for spec in todo:
+                            self._job_for(jobs, sentence, spec.premise, spec.key[0])
+                yield prepared, jobs
+
+        for prepared, jobs in self._run_chunks(build()):
+            for item_id, sentence, invalid, todo in prepared:
+                for spec in todo:
                     yield self._sentence_record(item_id, sentence, invalid, spec, jobs)
 
     def _sentence_record(self, item_id: Any, sentence: Any, invalid: str | None, spec: Spec,
@@ -516,6 +551,7 @@ class Transformer:
         *,
         fields: NliFields | None = None,
         label_names: Sequence[str] | None = None,
+        done: Container[tuple[Any, str]] = (),
     ) -> Iterator[dict[str, Any]]:
         """Records for NLI pairs: one per item and spec, in input order.
 
@@ -524,30 +560,40 @@ class Transformer:
             specs: a spec list or parsed specs (``premise;hypothesis``)
             fields: field names (default: detected from the first item)
             label_names: names of integer labels (``datasets`` ClassLabel)
+            done: ``(id, spec)`` keys (:func:`record_key`) of records an
+                earlier run already wrote (``--resume``): skipped entirely
         """
         spec_list = self.parse_specs(specs, pair=True)
         table = self.labels
-        for chunk in _chunks(enumerate(items, start=1), self.chunk_size):
-            if fields is None:
-                first = next((it for _, it in chunk if isinstance(it, Mapping)), None)
-                if first is not None:
-                    fields = NliFields.detect(first)
-            flds = fields or NliFields()
-            prepared = []
-            jobs: dict[tuple[str, str], _Job] = {}
-            for pos, item in chunk:
-                pair = _pair_item(pos, item, flds, label_names, table)
-                labelled = []
-                for spec in spec_list:
-                    lab = None if pair.invalid else table.label(spec, pair.gold)
-                    labelled.append(lab)
-                    if lab is not None and lab.label is not None:
-                        self._job_for(jobs, pair.premise, spec.premise, spec.key[0])
-                        self._job_for(jobs, pair.hypothesis, spec.hypothesis, spec.key[1])
-                prepared.append((pair, labelled))
-            self._run_jobs(list(jobs.values()))
+
+        def build() -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
+            nonlocal fields
+            for chunk in _chunks(enumerate(items, start=1), self.chunk_size):
+                if fields is None:
+                    first = next((it for _, it in chunk if isinstance(it, Mapping)), None)
+                    if first is not None:
+                        fields = NliFields.detect(first)
+                flds = fields or NliFields()
+                prepared = []
+                jobs: dict[tuple[str, str], _Job] = {}
+                for pos, item in chunk:
+                    pair = _pair_item(pos, item, flds, label_names, table)
+                    labelled = []
+                    for spec in spec_list:
+                        if record_key(pair.id, spec.text) in done:
+                            continue
+                        lab = None if pair.invalid else table.label(spec, pair.gold)
+                        labelled.append((spec, lab))
+                        if lab is not None and lab.label is not None:
+                            self._job_for(jobs, pair.premise, spec.premise, spec.key[0])
+                            self._job_for(jobs, pair.hypothesis, spec.hypothesis,
+                                          spec.key[1])
+                    prepared.append((pair, labelled))
+                yield prepared, jobs
+
+        for prepared, jobs in self._run_chunks(build()):
             for pair, labelled in prepared:
-                for spec, lab in zip(spec_list, labelled, strict=True):
+                for spec, lab in labelled:
                     yield self._pair_record(pair, spec, lab, jobs)
 
     def _pair_record(self, pair: _Pair, spec: Spec, lab: LabelResult | None,
@@ -607,6 +653,13 @@ class Transformer:
 
     def _run_jobs(self, jobs: list[_Job]) -> None:
         """Parse, apply, generate, rank (one LM call) and verify *jobs*."""
+        todo = self._lookup(jobs)
+        for job in todo:
+            self._prepare(job)
+        self._finish(todo)
+
+    def _lookup(self, jobs: Iterable[_Job]) -> list[_Job]:
+        """Fill in the jobs done before; return the others."""
         self._require()
         todo = []
         for job in jobs:
@@ -615,8 +668,52 @@ class Transformer:
                 job.result = cached
             else:
                 todo.append(job)
-        for job in todo:
-            self._prepare(job)
+        return todo
+
+    def _run_chunks(self, chunks: Iterator[tuple[Any, dict[tuple[str, str], _Job]]]
+                    ) -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
+        """Yield each ``(state, jobs)`` of *chunks* once all its jobs are done.
+
+        With a :attr:`prepare_map`, the prepare stage of all chunks streams
+        through it (the jobs of later chunks are prepared while earlier ones
+        are ranked here); the chunks are consumed only as fast as it asks.
+        """
+        if self.prepare_map is None:
+            for state, jobs in chunks:
+                self._run_jobs(list(jobs.values()))
+                yield state, jobs
+            return
+        built: deque[tuple[Any, dict[tuple[str, str], _Job], list[_Job]]] = deque()
+
+        def source() -> Iterator[_Job]:
+            for state, jobs in chunks:
+                todo = self._lookup(jobs.values())
+                built.append((state, jobs, todo))
+                yield from todo
+
+        outcomes = iter(self.prepare_map(source()))
+        ahead: deque[Any] = deque()
+        try:
+            while True:
+                if not built:
+                    # pulling an outcome builds chunks until one has work to do
+                    outcome = next(outcomes, None)
+                    if outcome is None:
+                        return
+                    ahead.append(outcome)
+                    continue
+                state, jobs, todo = built.popleft()
+                for job in todo:
+                    _absorb(job, ahead.popleft() if ahead else next(outcomes))
+                self._finish(todo)
+                yield state, jobs
+        finally:
+            close = getattr(outcomes, "close", None)
+            if close is not None:
+                close()
+
+    def _finish(self, todo: list[_Job]) -> None:
+        """Rank (one LM call), verify and remember prepared jobs."""
         pending = [j for j in todo if j.result is None]
         groups = [j.realizations.candidates for j in pending]  # type: ignore[union-attr]
         ranked = self.rerank(groups) if pending else []
@@ -685,6 +782,57 @@ class Transformer:
                 return True
         logger.debug("--verify: %r lacks %s", sentence, expectation.describe())
         return False
+
+
+# -- worker processes ----------------------------------------------------------
+
+
+def record_key(item_id: Any, spec: str) -> tuple[str, str]:
+    """The resume key of an output record: its item id (as JSON) and spec.
+
+    Example:
+        >>> record_key(12, "f;p")
+        ('12', 'f;p')
+    """
+    return json.dumps(item_id, ensure_ascii=False, sort_keys=True, default=str), spec
+
+
+def open_worker(options: Mapping[str, Any]) -> Transformer:
+    """An open :class:`Transformer` for a worker process (its ``init``).
+
+    *options* are :class:`Transformer` keyword arguments plus ``grammar``;
+    ``cache`` may be a path, opened here (one SQLite connection per process).
+    The worker's transformer starts its own ACE processes and loads no LM.
+    """
+    kwargs = dict(options)
+    cache = kwargs.get("cache")
+    if cache is not None and not hasattr(cache, "get"):
+        from lit.cache import ParseCache
+
+        kwargs["cache"] = ParseCache(cache)
+    kwargs["reranker"] = None
+    return Transformer(**kwargs).open()
+
+
+def prepare_job(transformer: Transformer, job: _Job) -> tuple[Any, ...]:
+    """Run the ACE-bound stage of *job* (parse, apply chain, generate).
+
+    Returns what :meth:`Transformer._run_chunks` needs back, picklable (the
+    MRS as SimpleMRS text).
+    """
+    transformer._prepare(job)
+    text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
+    return job.result, job.realizations, job.expectation, text
+
+
+def _absorb(job: _Job, outcome: Any) -> None:
+    """Copy a worker's :func:`prepare_job` result (an Outcome) into *job*."""
+    if not outcome.ok:
+        job.result = SentenceResult(job.sentence, job.written, "error",
+                                    f"error: {outcome.error}")
+        return
+    job.result, job.realizations, job.expectation, text = outcome.value
+    job.mrs = None if text is None else simplemrs.decode(text)
 
 
 # -- items -------------------------------------------------------------------

@@ -245,9 +245,9 @@ def _build(text: str, start: int, toks: list[_Tok], rules: _ChainParser | None) 
     pair_index = next((k for k, t in enumerate(terms) if t.right is not None), None)
 
     # 'o' may only stand alone or be a side of the pair
-    if len(terms) > 1 or pair_index is None:
+    if len(terms) > 1:
         for k, t in enumerate(terms):
-            if k != pair_index and t.left.value == UNTOUCHED and len(terms) > 1:
+            if k != pair_index and t.left.value == UNTOUCHED:
                 raise SpecError(
                     "'o' (untouched) can only stand alone or be one side of a pair "
                     "like 'o;n'; drop it here",
@@ -280,7 +280,8 @@ def _build(text: str, start: int, toks: list[_Tok], rules: _ChainParser | None) 
             names.append(name)
         return tuple(written), tuple(names)
 
-    shared = tuple(canon[id(t.left)] for k, t in enumerate(terms) if k != pair_index)
+    shared = tuple(canon[id(t.left)] for k, t in enumerate(terms)
+                   if k != pair_index and t.left.value != UNTOUCHED)
     if pair_index is None:
         single = side("left")
         premise = None if single is None else single[0]

@@ -9,6 +9,7 @@ output through real subprocesses; see its docstring). The test marked
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -21,6 +22,15 @@ from lit.cli import app
 
 SAMPLE = REPO / "examples" / "snli_sample.jsonl"
 MAIN_SPECS = "f;p+i,m;o,pa;pa,i;i,p;f"
+
+
+@pytest.fixture(autouse=True)
+def _restore_lit_logger():
+    """The root command sets the 'lit' logger's level (-q: ERROR); undo it for later tests."""
+    logger = logging.getLogger("lit")
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 
 @pytest.fixture
