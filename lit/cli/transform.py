@@ -45,7 +45,7 @@ def transform_command(
     hf: Annotated[Optional[str], typer.Option(  # noqa: UP007
         "--hf", help="Read a Hugging Face dataset instead: NAME[:CONFIG]:SPLIT (a local "
                      "cache, hub name, or a directory saved with save_to_disk); needs "
-                     "lit-mrs[hf].")] = None,
+                     "lit-mrs\\[hf].")] = None,
     premise_field: Annotated[Optional[str], typer.Option(  # noqa: UP007
         "--premise-field", help="Premise field/column (default: sentence1, or premise).")] = None,
     hypothesis_field: Annotated[Optional[str], typer.Option(  # noqa: UP007
@@ -67,7 +67,7 @@ def transform_command(
                      "or 'none' (grammar order).")] = "gpt2",
     gguf_file: Annotated[Optional[str], typer.Option(  # noqa: UP007
         "--gguf-file", help="GGUF file inside the --lm directory or hub repo (needs "
-                            "lit-mrs[gguf]).")] = None,
+                            "lit-mrs\\[gguf]).")] = None,
     device: Annotated[Optional[str], typer.Option(  # noqa: UP007
         "--device", help="LM device: cpu, cuda, cuda:1 ... (default: cuda if available).")
     ] = None,
