@@ -54,6 +54,7 @@ __all__ = [
     "open_worker",
     "prepare_job",
     "record_key",
+    "record_keys",
 ]
 
 logger = logging.getLogger(__name__)
@@ -492,7 +493,7 @@ class Transformer:
 
     def transform_sentences(
         self, items: Iterable[Any], specs: str | Sequence[Spec], *,
-        done: Container[tuple[Any, str]] = (),
+        done: Container[tuple[Any, ...]] = (),
     ) -> Iterator[dict[str, Any]]:
         """Records for plain sentences: *items* are strings, ``(id, sentence)``
         pairs or :class:`~lit.jsonl.Skipped` lines; one record per item and spec.
@@ -502,6 +503,7 @@ class Transformer:
         computed nor yielded again.
         """
         spec_list = self.parse_specs(specs, pair=False)
+        seen: Counter[tuple[Any, ...]] = Counter()  # occurrences of (id, spec): duplicate ids
 
         def build() -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
             for chunk in _chunks(enumerate(items, start=1), self.chunk_size):
@@ -509,7 +511,7 @@ class Transformer:
                 jobs: dict[tuple[str, str], _Job] = {}
                 for pos, item in chunk:
                     item_id, sentence, invalid = _sentence_item(pos, item)
-                    todo = [s for s in spec_list if record_key(item_id, s.text) not in done]
+                    todo = [s for s in spec_list if _key_seen(seen, item_id, s.text) not in done]
                     prepared.append((item_id, sentence, invalid, todo))
                     if invalid is None:
                         for spec in todo:
@@ -551,7 +553,7 @@ class Transformer:
         *,
         fields: NliFields | None = None,
         label_names: Sequence[str] | None = None,
-        done: Container[tuple[Any, str]] = (),
+        done: Container[tuple[Any, ...]] = (),
     ) -> Iterator[dict[str, Any]]:
         """Records for NLI pairs: one per item and spec, in input order.
 
@@ -565,6 +567,7 @@ class Transformer:
         """
         spec_list = self.parse_specs(specs, pair=True)
         table = self.labels
+        seen: Counter[tuple[Any, ...]] = Counter()  # occurrences of (id, spec): duplicate ids
 
         def build() -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
             nonlocal fields
@@ -580,7 +583,7 @@ class Transformer:
                     pair = _pair_item(pos, item, flds, label_names, table)
                     labelled = []
                     for spec in spec_list:
-                        if record_key(pair.id, spec.text) in done:
+                        if _key_seen(seen, pair.id, spec.text) in done:
                             continue
                         lab = None if pair.invalid else table.label(spec, pair.gold)
                         labelled.append((spec, lab))
@@ -787,14 +790,47 @@ class Transformer:
 # -- worker processes ----------------------------------------------------------
 
 
-def record_key(item_id: Any, spec: str) -> tuple[str, str]:
+def record_key(item_id: Any, spec: str, occurrence: int = 1) -> tuple[Any, ...]:
     """The resume key of an output record: its item id (as JSON) and spec.
 
+    Ids need not be unique: *occurrence* is 1 for the first item with this
+    id, 2 for the second, ... (in input order, which is output order), and
+    is part of the key from the second on, so a resumed run neither drops
+    nor repeats items with duplicate ids. Read keys back from an output
+    file with :func:`record_keys`.
+
     Example:
-        >>> record_key(12, "f;p")
-        ('12', 'f;p')
+        >>> record_key(12, "f;p"), record_key(12, "f;p", 2)
+        (('12', 'f;p'), ('12', 'f;p', 2))
     """
-    return json.dumps(item_id, ensure_ascii=False, sort_keys=True, default=str), spec
+    key = json.dumps(item_id, ensure_ascii=False, sort_keys=True, default=str), spec
+    return key if occurrence == 1 else (*key, occurrence)
+
+
+def record_keys() -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """A key function for :func:`lit.resume.scan_output`: the :func:`record_key`
+    of each output record, counting repeated ``(id, spec)`` in file order.
+
+    Example:
+        >>> key = record_keys()
+        >>> [key({"id": "a", "spec": "f;p"}) for _ in range(2)]
+        [('"a"', 'f;p'), ('"a"', 'f;p', 2)]
+    """
+    seen: Counter[tuple[Any, ...]] = Counter()
+
+    def key(record: Mapping[str, Any]) -> tuple[Any, ...]:
+        base = record_key(record["id"], record["spec"])
+        seen[base] += 1
+        return record_key(record["id"], record["spec"], seen[base])
+
+    return key
+
+
+def _key_seen(seen: Counter[tuple[Any, ...]], item_id: Any, spec: str) -> tuple[Any, ...]:
+    """The :func:`record_key` of the next item with *item_id*, counted in *seen*."""
+    base = record_key(item_id, spec)
+    seen[base] += 1
+    return record_key(item_id, spec, seen[base])
 
 
 def open_worker(options: Mapping[str, Any]) -> Transformer:
