@@ -7,7 +7,8 @@ be obtained where the suite runs, so :class:`ReplayParser` and
 output recorded in ``../shared/erg/<grammar>`` (see its README):
 
 * parsing: a sentence's readings come from ``readings.jsonl`` (whitespace
-  collapsed for the lookup). A sentence that ACE *generated* in
+  collapsed for the lookup); a recorded ``"no parse"`` is zero readings, a
+  sentence the recording skipped (too long) is an ``error``. A sentence that ACE *generated* in
   ``transforms.jsonl`` parses to the MRSs it was generated from (what
   ``--verify`` re-parses). Anything else gets no parse.
 * generation: the MRS is matched (``delphin.mrs.is_isomorphic``, properties
@@ -116,8 +117,11 @@ class ReplayParser:
         self.calls[sentence] += 1
         row = self.rec.by_sentence.get(_norm(sentence))
         if row is not None:
-            if row.get("error"):
-                return ParseResult(sentence, (), row["error"])
+            if row.get("error") == "no parse":  # the recording's word for zero readings
+                return ParseResult(sentence, (), None)
+            if row.get("error"):  # e.g. "skipped: 32 tokens > 25": never parsed
+                return ParseResult(sentence, (), f"replay: not parsed in the recording "
+                                                 f"({row['error']})")
             mrss = [r["mrs"] for r in row["readings"]]
         else:
             mrss = list(self.rec.generated_from.get(_norm(sentence), ()))

@@ -107,6 +107,7 @@ def test_paper_example_shape(records):
 
 
 def test_skips_are_categorized(records):
+    assert not [r for r in records if r["status"] == "error"]  # the recording covers all
     reasons = Counter(r["reason"].split(":")[0] for r in records if r["status"] != "ok")
     assert reasons["invalid-input"] == len(SPECS.split(","))  # the gold_label '-' pair
     assert reasons["unlabeled"] > 0  # o;n on contradiction pairs
@@ -114,6 +115,7 @@ def test_skips_are_categorized(records):
     dash = [r for r in records if r["original"]["gold_label"] == "-"]
     assert all("no annotator majority" in r["reason"] for r in dash)
     nopar = [r for r in records if (r["reason"] or "").startswith("no-parse")]
+    assert any(r["reason"].endswith(": no reading") for r in nopar)  # "Two woman are ..."
     assert nopar and all(": hypothesis: " in r["reason"] or ": premise: " in r["reason"]
                          for r in nopar)
     for r in records:
