@@ -36,7 +36,7 @@ from typing import Any
 from delphin.codecs import simplemrs
 from delphin.mrs import MRS
 
-from lit.errors import LitError, SpecError
+from lit.errors import ACEError, LitError, SpecError
 from lit.generate import Candidate, Expectation, Realizations, clean_realizations
 from lit.jsonl import Skipped
 from lit.nli import LabelResult, LabelTable
@@ -854,9 +854,15 @@ def prepare_job(transformer: Transformer, job: _Job) -> tuple[Any, ...]:
     """Run the ACE-bound stage of *job* (parse, apply chain, generate).
 
     Returns what :meth:`Transformer._run_chunks` needs back, picklable (the
-    MRS as SimpleMRS text).
+    MRS as SimpleMRS text). An :class:`~lit.errors.ACEError` (ACE cannot run
+    at all, e.g. a bad image) is returned as ``("ACEError", message)`` and
+    raised again by the main process, so the run stops instead of turning
+    every item into an error record.
     """
-    transformer._prepare(job)
+    try:
+        transformer._prepare(job)
+    except ACEError as exc:
+        return "ACEError", str(exc)
     text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
     return job.result, job.realizations, job.expectation, text
 
@@ -867,6 +873,8 @@ def _absorb(job: _Job, outcome: Any) -> None:
         job.result = SentenceResult(job.sentence, job.written, "error",
                                     f"error: {outcome.error}")
         return
+    if outcome.value[0] == "ACEError":
+        raise ACEError(outcome.value[1])
     job.result, job.realizations, job.expectation, text = outcome.value
     job.mrs = None if text is None else simplemrs.decode(text)
 
