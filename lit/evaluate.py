@@ -46,7 +46,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from lit.contrast import contrast_sets, item_id
@@ -192,6 +192,8 @@ class Evaluation:
         missing: ids without a prediction (``originals``/``items``: count
             and a sample of ids)
         missing_policy: ``"exclude"`` or ``"wrong"``
+        unused_predictions: predictions whose id is not a scored original
+            or contrast item (unknown ids, sets of size one, unlabeled)
     """
 
     overall: Metrics
@@ -202,7 +204,6 @@ class Evaluation:
     missing: dict[str, dict[str, Any]]
     missing_policy: str
     unused_predictions: int = 0
-    notes: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import subprocess
 import sys
 from pathlib import Path
 
@@ -372,13 +373,23 @@ def fake_env(lit_home, tmp_path, monkeypatch):
         monkeypatch.setenv(key, value)
 
 
+def run_lit(*args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "-c", "from lit.cli import main; main()", *args],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ),
+    )
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 def test_transform_then_evaluate(fake_env, tmp_path):
     pairs = tmp_path / "snli.jsonl"
     with open(snli_sample_path(), encoding="utf-8") as f:
         pairs.write_text("".join(f.readline() for _ in range(30)))
     specs = "m;o,i;i,p;f,f;f"
-    result = invoke("-q", "transform", "-g", "erg-1214", "--lm", "none", "-r", specs, str(pairs))
-    assert result.exit_code == 0, result.stderr
+    # lit transform in a real subprocess (with a time limit, so a hang fails the test)
+    result = run_lit("-q", "transform", "-g", "erg-1214", "--lm", "none", "-r", specs,
+                     str(pairs))
     transformed = tmp_path / "t.jsonl"
     transformed.write_text(result.stdout)
     recs = [json.loads(line) for line in result.stdout.splitlines()]
@@ -386,8 +397,8 @@ def test_transform_then_evaluate(fake_env, tmp_path):
     assert len(ok) >= 10 and {r["spec"] for r in ok} == set(specs.split(","))
 
     # --format contrast-sets is lit.contrast over the same records
-    result = invoke("-q", "transform", "-g", "erg-1214", "--lm", "none", "-r", specs,
-                    "--format", "contrast-sets", str(pairs))
+    result = run_lit("-q", "transform", "-g", "erg-1214", "--lm", "none", "-r", specs,
+                     "--format", "contrast-sets", str(pairs))
     sets = [json.loads(line) for line in result.stdout.splitlines()]
     assert sets == list(contrast_sets(recs)) and len(sets) == 30
 

@@ -130,6 +130,19 @@ def test_label_map_and_generic_labels(tmp_path, tiny):
         Predictor(tmp_path / "missing-model").load()
 
 
+def test_ties_go_to_the_lowest_class_index(tmp_path):
+    path = build_model(tmp_path / "flat", id2label={0: "neutral", 1: "entailment",
+                                                    2: "contradiction"})
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(path)
+    with torch.no_grad():  # every class gets the same logit
+        model.classifier.weight.zero_()
+        model.classifier.bias.zero_()
+    model.save_pretrained(path)
+    examples = list(examples_from_records(transform_records()))
+    with Predictor(path, batch_size=4) as p:
+        assert {pred["label"] for pred in p.predict(examples)} == {"neutral"}
+
+
 def test_cli_predict_then_evaluate(tmp_path, tiny):
     transformed = tmp_path / "t.jsonl"
     transformed.write_text("".join(json.dumps(r) + "\n" for r in transform_records()))
