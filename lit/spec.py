@@ -272,8 +272,12 @@ def _build(text: str, start: int, toks: list[_Tok], rules: _ChainParser | None) 
             if name == UNTOUCHED:  # a lone 'o'
                 return None
             if name in seen:
+                hint = ""
+                if pair_index is not None:
+                    hint = ("; note that ';' binds tighter than '+': 'f;p+i' already gives "
+                            "premise f+i and hypothesis p+i")
                 raise SpecError(
-                    f"rule {tok.value!r} appears twice in one chain", text, tok.pos
+                    f"rule {tok.value!r} appears twice in one chain{hint}", text, tok.pos
                 )
             seen[name] = tok
             written.append(tok.value)

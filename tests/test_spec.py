@@ -115,3 +115,9 @@ def test_parse_spec_rejects_lists():
 def test_to_dict():
     assert parse_spec("f;p+i").to_dict() == {
         "spec": "f;p+i", "premise": "f+i", "hypothesis": "p+i", "pair": True}
+
+
+def test_misreading_of_precedence_gets_a_hint():
+    with pytest.raises(SpecError, match="binds tighter") as info:
+        parse_specs("f+i;p+i")
+    assert info.value.position == 6
