@@ -28,8 +28,23 @@ def stderr_console() -> Console:
     return Console(file=sys.stderr, stderr=True)
 
 
-def is_quiet(ctx: click.Context | None = None) -> bool:
-    ctx = ctx or click.get_current_context(silent=True)
+def _current_context() -> Any:
+    """The active command context.
+
+    typer >= 0.29 ships its own copy of click (``typer._click``), whose context
+    stack is separate from the ``click`` package's; look in both.
+    """
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # older typer: plain click
+        get_current_context = click.get_current_context
+    ctx = get_current_context(silent=True)
+    return ctx if ctx is not None else click.get_current_context(silent=True)
+
+
+def is_quiet(ctx: Any = None) -> bool:
+    """Whether the root ``-q`` was given (looked up from *ctx* or the active context)."""
+    ctx = ctx or _current_context()
     while ctx is not None:
         obj = ctx.obj
         if obj is not None and hasattr(obj, "quiet"):
