@@ -677,27 +677,127 @@ def test_reranker_out_of_memory_with_one_sentence_is_a_clear_error(tiny_lm, monk
 # -- process ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("target", ["stdout", "report"])
+@pytest.mark.parametrize("target", ["stdout", "output-file", "report"])
 def test_process_disk_full_is_an_error(tmp_path, fake_env, target):
     """Writing to /dev/full (ENOSPC on every write) fails loudly, not silently."""
     path = write_lines(tmp_path / "in.jsonl", [line(r) for r in GOOD])
     report = "/dev/full" if target == "report" else str(tmp_path / "report.json")
     out = tmp_path / "out.jsonl"
+    args = ["-o", "/dev/full"] if target == "output-file" else []
     with open("/dev/full" if target == "stdout" else out, "w") as stdout:
         proc = subprocess.run(
             [*LIT, "transform", "-r", ",".join(SPECS), "--lm", "none", "--report", report,
-             str(path)], stdout=stdout, stderr=subprocess.PIPE, env=subprocess_env(fake_env),
-            timeout=120, check=False)
+             *args, str(path)], stdout=stdout, stderr=subprocess.PIPE,
+            env=subprocess_env(fake_env), timeout=120, check=False)
     stderr = proc.stderr.decode()
     assert proc.returncode == 1, stderr
     assert "Traceback" not in stderr
-    if target == "stdout":
-        assert stderr.startswith("lit: error: cannot write output to <stdout>: No space left "
-                                 "on device; 0 complete records were written")
+    if target != "report":
+        name = "<stdout>" if target == "stdout" else "/dev/full"
+        assert stderr.startswith(f"lit: error: cannot write output to {name}: No space left "
+                                 "on device; 0 complete records were written"), stderr
         assert not Path(report).exists()
     else:
         assert stderr.startswith("lit: error: cannot write report /dev/full: No space left")
         assert_accounted_file(out, len(GOOD))
+
+
+def _interrupt_items() -> list[dict[str, Any]]:
+    """70 pairs: the first chunk (64) transforms, the hang is in the second chunk.
+
+    Ids repeat, so that resuming must tell the items apart: "dup" once in
+    each chunk, "dup2" twice in the first.
+    """
+    items = [dict(GOOD[i % 3], pairID=f"i{i}") for i in range(70)]
+    items[10]["pairID"] = items[67]["pairID"] = "dup"
+    items[3]["pairID"] = items[20]["pairID"] = "dup2"
+    items[66] = {"pairID": "hangs", "sentence1": GOOD[1]["sentence1"],
+                 "sentence2": "Two surgeons are having lunch today.", "gold_label": "neutral"}
+    return items
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_process_interrupted_run_resumes_exactly_once(transform, tmp_path, fake_env, sig):
+    """Interrupt a real `lit transform -o FILE` mid-run, then finish it with --resume.
+
+    The run is stopped at a known point without timing: fake-ace hangs on a
+    sentence of the second chunk of 64 items (lit's watchdog would wait 30
+    s), so the output holds exactly the first chunk's records when the
+    signal arrives. SIGINT goes to the whole process group, as Ctrl-C in a
+    terminal; SIGKILL to lit alone, as `kill -9 PID`.
+    """
+    items = _interrupt_items()
+    path = write_lines(tmp_path / "in.jsonl", [line(r) for r in items])
+    out = tmp_path / "out.jsonl"
+    first_chunk = 64 * len(SPECS)
+    with open(tmp_path / "stderr.txt", "wb") as err:
+        proc = subprocess.Popen(
+            [*LIT, "transform", "-r", ",".join(SPECS), "--lm", "none", "-o", str(out),
+             str(path)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            env=subprocess_env(fake_env, FAKE_ACE_HANG_ON="lunch today"), cwd=tmp_path,
+            start_new_session=True)
+        try:
+            _wait_for_lines(out, first_chunk, proc)
+            if sig == signal.SIGINT:
+                os.killpg(proc.pid, signal.SIGINT)
+            else:
+                proc.send_signal(signal.SIGKILL)
+            code = proc.wait(timeout=60)
+        finally:
+            _kill_group(proc)
+    stderr = (tmp_path / "stderr.txt").read_text(errors="replace")
+    if sig == signal.SIGINT:
+        assert code == 130, stderr
+        assert "lit: interrupted" in stderr and "Traceback" not in stderr
+    else:
+        assert code == -signal.SIGKILL
+    # valid JSONL so far: whole lines only, the records of the first chunk
+    before = parse_jsonl(out.read_text(encoding="utf-8"))
+    assert len(before) == first_chunk
+    assert [r["original"] for r in before[::2]] == items[:64]
+    if sig == signal.SIGKILL:
+        with open(out, "a", encoding="utf-8") as f:  # as a kill in the middle of a write
+            f.write(line(before[0])[:50])
+
+    run = transform(path, "-o", str(out), "--resume")
+    assert run.exit_code == 0, run.stderr
+    assert f"resuming: {first_chunk} records already in {out}" in run.stderr
+    assert run.stdout == ""
+    records = parse_jsonl(out.read_text(encoding="utf-8"))
+    # every input exactly once (duplicate ids included), in input order
+    assert [r["spec"] for r in records] == SPECS * len(items)
+    assert [r["original"] for r in records[::2]] == items
+    assert [r["original"] for r in records[1::2]] == items
+    assert records[:first_chunk] == before
+    # the resumed run's report accounts for the rest
+    new = records[first_chunk:]
+    assert_accounted(run.report, new, len(items) - 64)
+    hangs = [r for r in new if r["id"] == "hangs"]
+    assert [r["reason"] for r in hangs] == ["no-parse: hypothesis: no reading"] * 2
+
+
+def _wait_for_lines(path: Path, n: int, proc: subprocess.Popen[bytes]) -> None:
+    """Wait until *path* has *n* lines (fails if *proc* ends first, or after 120 s)."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= n:
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"lit ended (exit code {proc.returncode}) before writing {n} lines")
+        time.sleep(0.05)
+    pytest.fail(f"lit wrote fewer than {n} lines to {path} in 120 s")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop what is left of the process group the test started (workers, ACE)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=60)
 
 
 def assert_accounted_file(path: Path, n_items: int) -> list[dict[str, Any]]:
