@@ -179,14 +179,19 @@ def is_candidate(m: MRS) -> bool:
     return ep is not None and _is_verbal(ep.predicate)
 
 
+# control characters are sent to ACE as spaces (lit.ace), so compare them as spaces
+_CONTROL = str.maketrans({c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]})
+
+
 def normalize_surface(s: str) -> str:
-    """*s* case-folded, whitespace runs collapsed, final punctuation removed.
+    """*s* case-folded, control characters and whitespace runs collapsed to
+    one space, final punctuation removed.
 
     Example:
-        >>> normalize_surface("  The dog  chased the cat. ")
+        >>> normalize_surface("  The dog  chased\x07 the cat. ")
         'the dog chased the cat'
     """
-    text = " ".join(s.split()).casefold()
+    text = " ".join(s.translate(_CONTROL).split()).casefold()
     end = len(text)
     while end and (text[end - 1].isspace() or unicodedata.category(text[end - 1]).startswith("P")):
         end -= 1
