@@ -244,11 +244,13 @@ def _read_items(path: str | None, fmt: str, hf: str | None, on_error: str
     if fmt == "text":
         return ((lineno, line) if isinstance(line, str) else line
                 for lineno, line in read_lines(path, on_error=mode)), total, None
-    return _read_table(path, "\t" if fmt == "tsv" else ","), total, None
+    return _read_table(path, "\t" if fmt == "tsv" else ",", on_error), total, None
 
 
-def _read_table(path: str | None, delimiter: str) -> Iterator[dict[str, Any]]:
-    from lit.jsonl import open_text
+def _read_table(path: str | None, delimiter: str, on_error: str = "fail") -> Iterator[Any]:
+    """Rows as dicts; a bad row (column count, invalid UTF-8) raises InputError
+    naming the line, or with *on_error* "skip" is a Skipped record."""
+    from lit.jsonl import Skipped, open_text
 
     name = "<stdin>" if path in (None, "-") else path
     f = open_text(path)
@@ -261,11 +263,22 @@ def _read_table(path: str | None, delimiter: str) -> Iterator[dict[str, Any]]:
         for row in reader:
             if not any(cell.strip() for cell in row):
                 continue
+            text = delimiter.join(row)
+            reason = None
             if len(row) != len(header):
-                raise InputError(
-                    f"{len(row)} columns, header has {len(header)}", filename=name,
-                    lineno=reader.line_num)
-            yield dict(zip(header, row, strict=True))
+                reason = f"{len(row)} columns, header has {len(header)}"
+            else:
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    reason = f"invalid UTF-8 at column {exc.start + 1}"
+            if reason is None:
+                yield dict(zip(header, row, strict=True))
+            elif on_error == "skip":
+                yield Skipped(reader.line_num, reason, text.encode("utf-8", "replace").decode())
+            else:
+                raise InputError(reason + "; fix the line or pass --on-error skip",
+                                 filename=name, lineno=reader.line_num)
     finally:
         if path not in (None, "-"):
             f.close()
