@@ -500,7 +500,9 @@ def evaluate(
     final_status = dict(status) if status is not None else counted_status
     return Evaluation(
         overall=overall.metrics,
-        by_spec={k: v.metrics for k, v in by_spec.items()},
+        # every spec seen, also those without a single ok record (metrics None)
+        by_spec={k: (by_spec[k].metrics if k in by_spec else Metrics())
+                 for k in dict.fromkeys([*counted_status, *by_spec])},
         by_phenomenon={k: by_ph[k].metrics for k in ph_sorted},
         status={k: dict(v) for k, v in final_status.items()},
         counts=dict(counts),

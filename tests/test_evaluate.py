@@ -32,6 +32,7 @@ from lit.evaluate import (
     Metrics,
     evaluate,
     evaluate_records,
+    evaluation_table,
     phenomenon_resolver,
     plot_evaluation,
     read_predictions,
@@ -188,6 +189,15 @@ def test_hand_computed_metrics_missing_excluded():
                          "pa;pa": {"ok": 1, "skipped": 2, "error": 1}, "f;p+i": {"ok": 1}}
     # C (no contrast item), F and F:f;f (unlabeled) and Z:n;o (unknown id) are unused
     assert ev.unused_predictions == 4
+
+
+def test_specs_without_ok_records_are_listed():
+    recs = records() + [record("A", "o;q", "skipped", None), record("B", "o;q", "error", None)]
+    ev = evaluate_records(recs, PREDICTIONS)
+    assert ev.by_spec["o;q"] == Metrics() and ev.by_spec["o;q"].acc_ori is None
+    assert ev.status["o;q"] == {"skipped": 1, "error": 1}
+    rows = [str(c) for c in evaluation_table(ev).columns[0]._cells]
+    assert "spec o;q" in rows
 
 
 def test_hand_computed_metrics_missing_wrong():
@@ -376,7 +386,7 @@ def fake_env(lit_home, tmp_path, monkeypatch):
 def run_lit(*args: str) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [sys.executable, "-c", "from lit.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ),
+        capture_output=True, text=True, timeout=120, env=dict(os.environ),
     )
     assert result.returncode == 0, result.stderr
     return result
