@@ -103,7 +103,8 @@ def assert_accounted(report: dict[str, Any], records: list[dict[str, Any]], n_it
     for r in records:
         assert r["status"] in ("ok", "skipped", "error")
         if r["status"] == "ok":
-            assert r["reason"] is None and r["sentence1"] and r["sentence2"]
+            assert r["reason"] is None
+            assert (r["sentence1"] and r["sentence2"]) if "sentence1" in r else r["sentence"]
         else:
             assert r["reason"].split(":")[0] in CATEGORIES, r["reason"]
     assert sum(report["reasons"].values()) == report["records"] - sum(
@@ -282,8 +283,10 @@ def test_input_control_characters(transform, tmp_path, fake_env):
     assert run.exit_code == 0, run.stderr
     assert_accounted(run.report, run.records, 3)
     by_id = run.by_id()
-    assert len(by_id["ctrl"]) == len(SPECS)  # a record, whatever its status
+    # parsed as the clean sentence, and selected by round trip despite the noise
+    assert [r["status"] for r in by_id["ctrl"]] == ["ok", "ok"]
     assert by_id["ctrl"][0]["original"]["sentence1"] == noisy
+    assert by_id["ctrl"][0]["sentence1"] == by_id["g2"][0]["sentence1"]
     for r in by_id["line 2"]:
         assert r["reason"].startswith("invalid-input: line 2: malformed JSON: Invalid control")
     # ACE got one clean line per item: control characters and line separators
@@ -311,6 +314,42 @@ def test_input_invalid_utf8(transform, tmp_path, on_error):
     for r in run.by_id()["line 2"]:
         assert r["reason"] == f"invalid-input: line 2: invalid UTF-8 at column {column}"
     assert [r["status"] for r in run.records if r["id"] != "line 2"] == ["ok"] * 4
+
+
+def test_input_plain_text_lines(transform, tmp_path):
+    """Plain text: one sentence per line; every line is an item, blank ones too."""
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"Two doctors perform surgery on patient.\n\n  \t\ncaf\xe9 au lait\n"
+                     b"Doctors are\x07 performing surgery.\r\n")
+    run = transform(path, "--on-error", "skip", specs=["p", "f"])
+    assert run.exit_code == 0, run.stderr
+    assert_accounted(run.report, run.records, 5, specs=["p", "f"])
+    assert [r["status"] for r in run.records[::2]] == ["ok", "skipped", "skipped", "skipped",
+                                                       "ok"]
+    assert run.records[6]["reason"] == "invalid-input: line 4: invalid UTF-8 at column 4"
+    assert run.records[2]["reason"] == "invalid-input: empty line or not a sentence"
+
+
+@pytest.mark.parametrize(("fmt", "on_error"), [("tsv", "skip"), ("csv", "skip"),
+                                               ("tsv", "fail")])
+def test_input_table_rows(transform, tmp_path, fmt, on_error):
+    """TSV/CSV: a row with the wrong number of columns or invalid UTF-8."""
+    sep = "\t" if fmt == "tsv" else ","
+    rows = [sep.join(("sentence1", "sentence2", "gold_label"))]
+    rows += [sep.join((r["sentence1"], r["sentence2"], r["gold_label"])) for r in GOOD[1:]]
+    rows[2:2] = [sep.join(("A dog", "runs")), sep.join(("A caf\udce9.", "A dog.", "neutral"))]
+    path = write_lines(tmp_path / f"in.{fmt}", rows)
+    run = transform(path, "--on-error", on_error)
+    if on_error == "fail":
+        assert run.exit_code == 1
+        assert f"lit: error: {path}:3: 2 columns, header has 3" in run.stderr
+        assert run.report is None
+        return
+    assert run.exit_code == 0, run.stderr
+    assert_accounted(run.report, run.records, 4)
+    assert [r["reason"] for r in run.records[::2]] == [
+        None, "invalid-input: line 3: 2 columns, header has 3",
+        "invalid-input: line 4: invalid UTF-8 at column 6", None]
 
 
 def test_input_non_english_text(transform, tmp_path, fake_env):
