@@ -42,7 +42,7 @@ from delphin import predicate as _predicate
 from delphin.codecs import simplemrs
 from delphin.mrs import EP, MRS, MRSSyntaxError
 
-from lit.errors import InputError, LitError
+from lit.errors import InputError
 from lit.jsonl import Skipped, read_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -601,9 +601,8 @@ def analysis_table(a: Analysis) -> Table:
 
 def plot_analysis(a: Analysis, path: str | os.PathLike[str]) -> None:
     """Write a horizontal bar chart of *a* (% of parsed sentences) to *path* as PNG."""
-    from lit.evaluate import _pyplot  # noqa: PLC0415
+    from lit.evaluate import _figure, _save  # noqa: PLC0415
 
-    plt = _pyplot()
     rows = a.rows()
     labels = [
         f"{r['group']}: {r['phenomenon']}" if r["group"] != r["phenomenon"] else r["group"]
@@ -612,7 +611,8 @@ def plot_analysis(a: Analysis, path: str | os.PathLike[str]) -> None:
     shares = [r["share"] if r["group"] != "parse" else r["share_of_all"] for r in rows]
     values = [0.0 if v is None else 100 * v for v in shares]
     colors = ["tab:gray" if r["group"] == "parse" else "tab:blue" for r in rows]
-    fig, ax = plt.subplots(figsize=(7.0, 0.35 * len(rows) + 1.5))
+    fig = _figure(7.0, 0.35 * len(rows) + 1.5)
+    ax = fig.subplots()
     ax.barh(range(len(rows)), values, color=colors)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels)
@@ -623,9 +623,4 @@ def plot_analysis(a: Analysis, path: str | os.PathLike[str]) -> None:
     for y, v in enumerate(values):
         ax.text(v + 1, y, f"{v:.1f}", va="center", fontsize="small")
     fig.tight_layout()
-    try:
-        fig.savefig(os.fspath(path), format="png")
-    except OSError as exc:
-        raise LitError(f"cannot write plot {os.fspath(path)}: {exc.strerror or exc}") from exc
-    finally:
-        plt.close(fig)
+    _save(fig, path)

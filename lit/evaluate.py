@@ -637,33 +637,43 @@ def evaluation_table(ev: Evaluation) -> Table:
     return table
 
 
-def _pyplot() -> Any:
-    """Import matplotlib with the Agg backend, or explain how to install it."""
+def _figure(width: float, height: float) -> Any:
+    """A matplotlib figure drawn by the Agg backend, or a LitError naming the extra.
+
+    The figure is created without pyplot, so no global backend or figure
+    state changes (an interactive session keeps its own backend).
+    """
     try:
-        import matplotlib  # noqa: PLC0415
+        import matplotlib  # noqa: F401, PLC0415
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+        from matplotlib.figure import Figure  # noqa: PLC0415
     except ImportError as exc:
         raise LitError(
             "--plot needs matplotlib, which is not installed; "
             "install it with: pip install lit-mrs[plot]"
         ) from exc
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
 
-    return plt
+
+def _save(fig: Any, path: str | os.PathLike[str]) -> None:
+    try:
+        fig.savefig(os.fspath(path), format="png")
+    except OSError as exc:
+        raise LitError(f"cannot write plot {os.fspath(path)}: {exc.strerror or exc}") from exc
 
 
 def plot_evaluation(ev: Evaluation, path: str | os.PathLike[str]) -> None:
     """Write a grouped bar chart of *ev* (per spec and per phenomenon) to *path* as PNG."""
-    plt = _pyplot()
     panels = [
         ("per spec", {"overall": ev.overall, **ev.by_spec}),
         ("per phenomenon", dict(ev.by_phenomenon)),
     ]
     panels = [(t, g) for t, g in panels if g]
     widest = max(len(g) for _, g in panels)
-    fig, axes = plt.subplots(
-        len(panels), 1, figsize=(max(6.0, 1.2 * widest + 2), 3.6 * len(panels)), squeeze=False
-    )
+    fig = _figure(max(6.0, 1.2 * widest + 2), 3.6 * len(panels))
+    axes = fig.subplots(len(panels), 1, squeeze=False)
     width = 0.8 / len(_METRICS)
     for ax, (title, groups) in zip(axes[:, 0], panels, strict=True):
         names = list(groups)
@@ -680,9 +690,4 @@ def plot_evaluation(ev: Evaluation, path: str | os.PathLike[str]) -> None:
         ax.legend(fontsize="small", ncol=len(_METRICS), loc="upper center",
                   bbox_to_anchor=(0.5, -0.35))
     fig.tight_layout()
-    try:
-        fig.savefig(os.fspath(path), format="png")
-    except OSError as exc:
-        raise LitError(f"cannot write plot {os.fspath(path)}: {exc.strerror or exc}") from exc
-    finally:
-        plt.close(fig)
+    _save(fig, path)

@@ -285,6 +285,11 @@ def test_plot_is_a_png(tmp_path):
     ev = evaluate_records(records(), PREDICTIONS)
     plot_evaluation(ev, tmp_path / "m.png")
     assert_png(tmp_path / "m.png")
+    # drawn without pyplot: no global figure is left open
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    assert pyplot is None or not pyplot.get_fignums()
+    with pytest.raises(LitError, match="cannot write plot"):
+        plot_evaluation(ev, tmp_path / "no-such-dir" / "m.png")
 
 
 def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch):
