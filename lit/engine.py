@@ -396,6 +396,10 @@ class _Pool:
                 next_yield += 1
             if exhausted and next_yield == next_index:
                 return
+            if not pending:
+                # nothing in flight: take more input (waiting for results would
+                # block forever once the window was full when input was last read)
+                continue
             self._collect(pending, backlog, done)
 
     def _dispatch(self, backlog: deque[int], pending: dict[int, Any]) -> None:
