@@ -212,10 +212,17 @@ def contrast_sets(
     ``lit transform`` writes the records of one original next to each
     other, so by default (*adjacent* is ``True``) sets are yielded as soon
     as the next original starts, in input order, holding one set in
-    memory. If the records of an id turn up again after another id, an
-    :class:`~lit.errors.InputError` says so; pass ``adjacent=False`` (CLI:
-    ``--unsorted``) to group in memory instead, yielding the sets in order
-    of first appearance once the input is exhausted.
+    memory. With ``adjacent=False`` (``lit evaluate``'s default) the
+    records are grouped in memory, for files in which the records of one
+    original are spread out (e.g. sorted or concatenated), and the sets are
+    yielded in order of first appearance once the input is exhausted.
+
+    Ids should be unique, but an input may repeat one (two items with the
+    same ``pairID``). A repeated (id, spec) pair then belongs to the next
+    item with that id: each occurrence becomes its own contrast set, with
+    a warning, since its item ids (``<orig id>:<spec>``) are ambiguous. With
+    *adjacent*, a record whose id was already closed also starts a new
+    occurrence (in ``lit transform`` output that is a repeated input id).
 
     Args:
         records: transform records or ``(lineno, record)`` pairs
@@ -224,9 +231,8 @@ def contrast_sets(
     Yields:
         contrast sets (see the module documentation for the format)
     Raises:
-        InputError: a record lacks ``id``/``spec``/``status``, has an
-            unknown status, repeats an (id, spec) pair, or (with
-            *adjacent*) an id's records are not adjacent
+        InputError: a record lacks ``id``/``spec``/``status`` or has an
+            unknown status (the message names the line)
 
     Example:
         >>> recs = [
@@ -244,6 +250,14 @@ def contrast_sets(
         yield from _in_memory(records, source)
 
 
+def _warn_duplicate(orig_id: Any, lineno: int, first: int, source: str | None) -> None:
+    where = f"{source}:{lineno}" if source else f"line {lineno}"
+    logger.warning(
+        "%s: id %r occurs again (first on line %d): a separate contrast set with the same "
+        "id; its item ids are ambiguous, give the input unique ids", where, orig_id, first,
+    )
+
+
 def _adjacent(
     records: Iterable[Any], source: str | None
 ) -> Iterator[dict[str, Any]]:
@@ -253,32 +267,35 @@ def _adjacent(
         lineno, record = _unpack(entry, n)
         _check(record, lineno, source)
         key = _key(record["id"])
-        if current is None or _key(current.orig_id) != key:
+        if current is None or _key(current.orig_id) != key or record["spec"] in current.specs:
             if key in done:
-                raise InputError(
-                    f"records of id {record['id']!r} are not adjacent (first seen on line "
-                    f"{done[key]}); group them in memory with --unsorted (adjacent=False)",
-                    filename=source,
-                    lineno=lineno,
-                )
+                _warn_duplicate(record["id"], lineno, done[key], source)
+            else:
+                done[key] = lineno
             if current is not None:
                 yield current.build()
             current = _Builder(record["id"], record.get("original"), lineno)
-            done[key] = lineno
         current.add(record, lineno, source)
     if current is not None:
         yield current.build()
 
 
 def _in_memory(records: Iterable[Any], source: str | None) -> Iterator[dict[str, Any]]:
-    builders: dict[str, _Builder] = {}
+    builders: list[_Builder] = []
+    by_id: dict[str, list[_Builder]] = {}
     for n, entry in enumerate(records, start=1):
         lineno, record = _unpack(entry, n)
         _check(record, lineno, source)
         key = _key(record["id"])
-        builder = builders.get(key)
+        occurrences = by_id.setdefault(key, [])
+        # the k-th record of (id, spec) belongs to the k-th item with that id
+        builder = next((b for b in occurrences if record["spec"] not in b.specs), None)
         if builder is None:
-            builder = builders[key] = _Builder(record["id"], record.get("original"), lineno)
+            if occurrences:
+                _warn_duplicate(record["id"], lineno, occurrences[0].first_line, source)
+            builder = _Builder(record["id"], record.get("original"), lineno)
+            occurrences.append(builder)
+            builders.append(builder)
         builder.add(record, lineno, source)
-    for builder in builders.values():
+    for builder in builders:
         yield builder.build()

@@ -397,7 +397,8 @@ def evaluate(
     Returns:
         an :class:`Evaluation`
     Raises:
-        InputError: no contrast item has a gold label (not NLI output?)
+        InputError: no contrast item has a gold label (not NLI output?), or
+            two sets have the same id
 
     Example:
         >>> sets = [{"id": "a", "original": {"gold_label": "neutral"}, "skipped": [],
@@ -423,9 +424,16 @@ def evaluate(
     used: set[str] = set()
     any_gold = False
 
+    seen_ids: set[str] = set()
     for s in sets:
         counts["originals"] += 1
         oid = str(s["id"])
+        if oid in seen_ids:
+            raise InputError(
+                f"id {s['id']!r} belongs to two contrast sets; predictions are keyed by id, "
+                "so the originals need unique ids (e.g. lit transform --id-field)"
+            )
+        seen_ids.add(oid)
         for item in s.get("items", ()):
             counted_status.setdefault(item["spec"], Counter())["ok"] += 1
         for sk in s.get("skipped", ()):

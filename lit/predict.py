@@ -97,9 +97,11 @@ def examples_from_records(
     plain-text records single sentences.
 
     Raises:
-        InputError: a record (or its original) has no sentence(s)
+        InputError: a record (or its original) has no sentence(s), or an
+            (id, spec) pair repeats (duplicate ids)
     """
     seen: set[str] = set()
+    pairs: dict[tuple[str, str], int] = {}
     for n, entry in enumerate(records, start=1):
         if isinstance(entry, tuple):
             lineno, rec = entry
@@ -108,6 +110,14 @@ def examples_from_records(
         if "id" not in rec or "spec" not in rec:
             raise InputError("not a transform record (no 'id'/'spec')", source, lineno)
         oid = str(rec["id"])
+        key = (oid, str(rec["spec"]))
+        if key in pairs:
+            raise InputError(
+                f"id {rec['id']!r} and spec {rec['spec']!r} again (first on line {pairs[key]}); "
+                "predictions are keyed by id, so the originals need unique ids",
+                source, lineno,
+            )
+        pairs[key] = lineno
         if oid not in seen:
             seen.add(oid)
             original = rec.get("original")

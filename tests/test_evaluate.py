@@ -241,9 +241,14 @@ def test_predictions_from_a_field_of_the_transform_output():
     assert ev.by_spec == EXCLUDE_BY_SPEC and ev.overall == EXCLUDE_OVERALL
 
 
-def test_adjacent_mode_refuses_scattered_records():
-    with pytest.raises(InputError, match="not adjacent"):
+def test_ids_must_be_unique():
+    # streaming (--adjacent) a file whose records of E are spread out: E looks like two
+    # originals with the same id, which predictions keyed by id cannot tell apart
+    with pytest.raises(InputError, match="id 'E' belongs to two contrast sets"):
         evaluate_records(records(), PREDICTIONS, adjacent=True)
+    twice = records() + [record("A", "n;o", "ok", "contradiction")]
+    with pytest.raises(InputError, match="id 'A' belongs to two contrast sets"):
+        evaluate_records(twice, PREDICTIONS)
 
 
 def test_plain_text_output_cannot_be_evaluated():

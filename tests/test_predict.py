@@ -86,6 +86,9 @@ def test_examples_from_records():
               "sentence": "Dogs do not bark.", "chain": "n"}]
     assert list(examples_from_records(plain)) == [
         Example("1", "Dogs bark."), Example("1:n", "Dogs do not bark.")]
+    twice = transform_records() + transform_records()[:1]
+    with pytest.raises(InputError, match=r"line 1\); predictions are keyed by id"):
+        list(examples_from_records(twice))
     with pytest.raises(InputError, match=r"t.jsonl:1: .*'original' has no sentence1"):
         list(examples_from_records([(1, {"id": 1, "spec": "n", "status": "skipped",
                                          "original": {}})], source="t.jsonl"))
