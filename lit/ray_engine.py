@@ -200,6 +200,9 @@ class _RayPool:
                 next_yield += 1
             if exhausted and next_yield == next_index:
                 return
+            if not pending:
+                # nothing in flight: take more input (see lit.engine)
+                continue
             self._collect(pending, backlog, done)
 
     def _dispatch(self, backlog: deque[int], pending: dict[int, Any]) -> None:
