@@ -102,6 +102,11 @@ _RENAME = {"voice": "passive", "argument": "swap", "it-cleft": "cleft", "itcleft
 _IDENTITY = "identity"
 _SAMPLE = 10
 
+# the keys of Evaluation.counts, always present
+_COUNTS = ("originals", "with_contrast_items", "without_contrast_items", "unlabeled_originals",
+           "unlabeled_items", "not_evaluated_missing", "evaluated_sets", "missing_originals",
+           "missing_items")
+
 
 def _norm(label: Any) -> str | None:
     if label is None:
@@ -188,7 +193,13 @@ class Evaluation:
         by_spec: metrics per spec, in order of first appearance
         by_phenomenon: metrics per phenomenon (:data:`PHENOMENA` order first)
         status: per spec, how many transform records had each status
-        counts: originals, sets of size one, unlabeled and missing counts
+        counts: ``originals``; ``with_contrast_items`` and
+            ``without_contrast_items`` (sets of size one);
+            ``unlabeled_originals`` (gold missing or ``-``: set left out) and
+            ``unlabeled_items``; ``not_evaluated_missing`` (sets left out
+            for missing predictions); ``evaluated_sets``;
+            ``missing_originals`` and ``missing_items`` (ids without a
+            prediction)
         missing: ids without a prediction (``originals``/``items``: count
             and a sample of ids)
         missing_policy: ``"exclude"`` or ``"wrong"``
@@ -417,7 +428,7 @@ def evaluate(
     by_ph: dict[str, _Accumulator] = {}
     overall = _Accumulator()
     counted_status: dict[str, Counter[str]] = {}
-    counts: Counter[str] = Counter()
+    counts: Counter[str] = Counter({key: 0 for key in _COUNTS})
     miss_orig: list[str] = []
     miss_items: list[str] = []
     n_miss_orig = n_miss_items = 0

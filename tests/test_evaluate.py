@@ -180,7 +180,8 @@ def test_hand_computed_metrics_missing_excluded():
         (2 / 3, 1, 2 / 3, 2 / 3))
     assert ev.counts == {
         "originals": 6, "with_contrast_items": 5, "without_contrast_items": 1,
-        "unlabeled_originals": 1, "not_evaluated_missing": 1, "evaluated_sets": 3,
+        "unlabeled_originals": 1, "unlabeled_items": 0, "not_evaluated_missing": 1,
+        "evaluated_sets": 3,
         "missing_originals": 1, "missing_items": 1,
     }
     assert ev.missing == {"originals": {"count": 1, "sample": ["E"]},
