@@ -461,7 +461,9 @@ def test_ace_killed_mid_item(transform, tmp_path, fake_env, monkeypatch, once):
     # each death is followed by a restart (lit may run several ACE parsers: workers)
     assert {e["pid"] for e in dies} < {e["pid"] for e in parsers}
     if once:
-        assert len(dies) == 1  # then the retry on the fresh process succeeded
+        # then the retry on the fresh process succeeded (two workers may both have
+        # died on it before the first one left the "died once" file)
+        assert 1 <= len(dies) <= len(parsers) - len(dies)
         assert [r["status"] for r in run.records] == ["ok"] * 6
     else:
         # per parser process that got the sentence: the item and its one retry
