@@ -413,6 +413,7 @@ class _Pool:
                 worker.busy_since = time.monotonic()
             worker.inflight.append(index)
             worker.tasks.put((index, pending[index]))
+            logger.debug("item %d -> worker pid %s", index, worker.process.pid)
 
     def _collect(self, pending: dict[int, Any], backlog: deque[int],
                  done: dict[int, Outcome[Any]]) -> None:
@@ -456,6 +457,7 @@ class _Pool:
                 kind, index, payload = w.conn.recv()
                 if kind == "ready":
                     w.ready = True
+                    logger.debug("worker pid %s is ready", w.process.pid)
                     self.init_failures = 0
                 elif kind == "init-failed":
                     raise EngineError(f"worker initialization failed: {payload}")

@@ -259,3 +259,11 @@ def test_killed_main_process_leaves_no_orphaned_workers(tmp_path):
     # they stopped on their own, tearing their state down
     assert {int(p.name.split("-")[1]) for p in markers.glob("exit-*")} >= pids
     assert "Traceback" not in proc.stderr.read()
+
+
+@pytest.mark.parametrize("max_pending", [1, 2, 3])
+def test_full_window_all_finished_does_not_hang(max_pending):
+    # regression (found by the fault matrix): once every item taken under a full
+    # window had been yielded, map() waited for results with nothing in flight
+    outcomes = list(ordered_map(_square, range(40), workers=2, max_pending=max_pending))
+    assert [o.value for o in outcomes] == [x * x for x in range(40)]

@@ -93,3 +93,10 @@ def test_actor_crash_fails_only_that_item():
 def test_init_failure_is_an_engine_error():
     with pytest.raises(engine.EngineError, match="no grammar image here"):
         list(ray_engine.ordered_map(_work, [1, 2], workers=2, init=_failing_init))
+
+
+def test_full_window_all_finished_does_not_hang():
+    # regression: with a full window whose items were all yielded, map() waited forever
+    outcomes = list(ray_engine.ordered_map(_work, [1, 2, 4, 5, 6], workers=2, init=_init,
+                                           max_pending=1))
+    assert [o.value for o in outcomes] == ["s:1", "s:4", "s:16", "s:25", "s:36"]

@@ -104,6 +104,27 @@ def transform_command(
     on_error: Annotated[str, typer.Option(
         "--on-error", help="Malformed input lines: fail (exit 1 naming the line) or skip "
                            "(an invalid-input record per spec).")] = "fail",
+    output: Annotated[Optional[Path], typer.Option(  # noqa: UP007
+        "--output", "-o", help="Write the records to FILE instead of stdout (needed by "
+                               "--resume).")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue an interrupted run: keep the complete records already in "
+                         "--output and append only the missing ones.")] = False,
+    workers: Annotated[Optional[int], typer.Option(  # noqa: UP007
+        "--workers", "-j", min=1,
+        help="Worker processes, each with its own ACE processes (default: the CPU count; "
+             "1: none). With --engine ray: actors (default: the cluster's CPUs).")] = None,
+    cache: Annotated[Optional[Path], typer.Option(  # noqa: UP007
+        "--cache", help="Parse cache file (SQLite; default: $LIT_HOME/cache/parses.sqlite)."
+    )] = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Neither read nor write the parse cache.")] = False,
+    engine: Annotated[str, typer.Option(
+        "--engine", help="Where the workers run: local (processes on this machine) or ray "
+                         "(actors on a Ray cluster; needs lit-mrs[ray]).")] = "local",
+    ray_address: Annotated[Optional[str], typer.Option(  # noqa: UP007
+        "--ray-address", help="Ray cluster to join (e.g. auto or ray://head:10001; default: "
+                              "start a local Ray instance).")] = None,
 ) -> None:
     """Transform NLI pairs (or sentences) with rule specs; write labelled records as JSONL.
 
@@ -121,10 +142,20 @@ def transform_command(
     _choice("--format", output_format, ("jsonl", "contrast-sets"))
     _choice("--select", select, ("roundtrip", "first"))
     _choice("--on-error", on_error, ("fail", "skip"))
+    _choice("--engine", engine, ("local", "ray"))
+    if resume and output is None:
+        raise typer.BadParameter("needs --output FILE (the file to continue)",
+                                 param_hint="--resume")
+    if resume and output_format == "contrast-sets":
+        raise typer.BadParameter("cannot continue contrast-sets output; use --format jsonl",
+                                 param_hint="--resume")
+    if ray_address is not None and engine != "ray":
+        raise typer.BadParameter("needs --engine ray", param_hint="--ray-address")
     if hf is not None and input not in (None, "-"):
         raise typer.BadParameter("give either INPUT or --hf, not both", param_hint="--hf")
 
     env = dict(os.environ)
+    quiet = is_quiet(ctx)  # type: ignore[arg-type]  # typer's own click: pass it explicitly
     ruleset = RuleSet.load(rules_dir or ())
     fmt = _format_of(input, input_format) if hf is None else "hf"
     specs = parse_specs(rules, ruleset, pair=None if fmt != "text" else False)
@@ -147,23 +178,41 @@ def transform_command(
     reranker = None if lm.lower() == "none" else Reranker(
         lm, gguf_file=gguf_file, device=device, batch_size=batch_size)
     rep = Report(specs={s.text: Counter() for s in specs})  # every spec, even with no items
+    # what the ACE-bound stage needs, in this process and in every worker
+    options: dict[str, Any] = dict(grammar=grammar, rules=ruleset, select=select, verify=verify,
+                                   n=readings, home=lit_home(env), env=env, max_words=max_words)
+    parse_cache = _parse_cache(cache, no_cache, env)
     transformer = Transformer(
-        grammar, rules=ruleset, reranker=reranker, labels=table, select=select,
-        candidates=candidates, verify=verify, keep_mrs=keep_mrs, n=readings, home=lit_home(env),
-        env=env, max_words=max_words,
+        **options, reranker=reranker, labels=table, candidates=candidates, keep_mrs=keep_mrs,
+        cache=parse_cache, prepare_map=_prepare_map(engine, workers, ray_address, options,
+                                                    parse_cache),
     )
-    out = sys.stdout
+    done: Any = frozenset()
+    if output is not None:
+        from lit.pipeline import record_keys
+        from lit.resume import open_output
+
+        try:
+            # record_keys() counts repeated ids, so duplicate ids resume exactly once
+            out, state = open_output(output, resume=resume, key=record_keys())
+        except OSError as exc:
+            raise LitError(f"cannot open output {output}: {exc.strerror}") from exc
+        done = state.done
+        if resume and not quiet:
+            typer.echo(f"resuming: {state.records} records already in {output}", err=True)
+    else:
+        out = sys.stdout
     from lit.jsonl import JsonlWriter
 
     writer = JsonlWriter(out)
-    quiet = is_quiet(ctx)  # type: ignore[arg-type]  # typer's own click: pass it explicitly
     bar_cm: Any = nullcontext(_NoBar()) if quiet else progress("transform", total=total)
     with transformer, bar_cm as bar:
         if single:
-            records = _sentence_records(transformer, items, specs, sentence_field, id_field)
+            records = _sentence_records(transformer, items, specs, sentence_field, id_field,
+                                        done)
         else:
             records = transformer.transform_pairs(items, specs, fields=fields,
-                                                  label_names=label_names)
+                                                  label_names=label_names, done=done)
         counted = _count(records, rep, len(specs), bar)
         if output_format == "contrast-sets":
             from lit.contrast import contrast_sets
@@ -173,6 +222,8 @@ def transform_command(
         else:
             for record in counted:
                 writer.write(record)
+    if output is not None:
+        out.close()
     summary = rep.to_dict()
     summary.update(input=hf or input or "-", rules=rules,
                    grammar=getattr(transformer.profile, "name", grammar),
@@ -307,7 +358,8 @@ def _load_hf(spec: str) -> Any:
 
 
 def _sentence_records(transformer: Any, items: Any, specs: Any, sentence_field: str | None,
-                      id_field: str | None) -> Iterator[dict[str, Any]]:
+                      id_field: str | None, done: Any = frozenset()
+                      ) -> Iterator[dict[str, Any]]:
     def sentences() -> Iterator[Any]:
         for pos, item in enumerate(items, start=1):
             if isinstance(item, dict):
@@ -317,4 +369,39 @@ def _sentence_records(transformer: Any, items: Any, specs: Any, sentence_field: 
             else:
                 yield item
 
-    return transformer.transform_sentences(sentences(), specs)
+    return transformer.transform_sentences(sentences(), specs, done=done)
+
+
+def _parse_cache(path: Path | None, no_cache: bool, env: dict[str, str]) -> Any:
+    """The parse cache to use (``None`` with --no-cache)."""
+    if no_cache:
+        return None
+    from lit.cache import ParseCache, default_cache_path
+    from lit.grammar import lit_home
+
+    return ParseCache(path if path is not None else default_cache_path(lit_home(env)))
+
+
+def _prepare_map(engine: str, workers: int | None, address: str | None,
+                 options: dict[str, Any], cache: Any) -> Any:
+    """The worker pool running the ACE-bound stage, or ``None`` to run it inline."""
+    from functools import partial
+
+    from lit.pipeline import open_worker, prepare_job
+
+    backend: Any
+    extra: dict[str, Any] = {}
+    if engine == "ray":
+        from lit import ray_engine as backend
+
+        backend.import_ray()  # fail now, with the install hint, not inside the run
+        extra["address"] = address
+    else:
+        from lit import engine as backend
+
+        workers = workers or backend.default_workers()
+        if workers == 1:
+            return None
+    worker_options = dict(options, cache=None if cache is None else cache.path)
+    return partial(backend.ordered_map, prepare_job, workers=workers, init=open_worker,
+                   initargs=(worker_options,), **extra)
