@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sqlite3
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,3 +297,66 @@ def test_with_real_parse_result(tmp_path):
         first = cp.parse("Dogs bark.")
         assert cp.parse("Dogs bark.") == first
         assert isinstance(first, ParseResult) and cp.hits == 1
+
+
+# --- through `lit transform` (real processes; fake-ace stands in for ACE) ---------
+
+_LIT = [sys.executable, "-c", "from lit.cli import main; main()"]
+
+
+def _fake_env(tmp_path, log=None):
+    from fake_ace_support import fake_ace_env
+
+    env = dict(os.environ)
+    env.update(fake_ace_env(tmp_path / "fake"))
+    env["LIT_HOME"] = str(tmp_path / "home")
+    if log is not None:
+        env["FAKE_ACE_LOG"] = str(log)
+    return env
+
+
+def _parse_items(log) -> int:
+    from fake_ace_support import read_log
+
+    events = read_log(log)
+    parsers = {e["pid"] for e in events if e["event"] == "start" and e["mode"] == "parse"}
+    return sum(1 for e in events if e["event"] == "item" and e["pid"] in parsers)
+
+
+def test_cli_rerun_with_other_specs_does_not_reparse(tmp_path):
+    from conftest import snli_sample_path
+
+    source = tmp_path / "in.jsonl"
+    with open(snli_sample_path(), encoding="utf-8") as f:
+        source.write_text("".join(next(f) for _ in range(12)), encoding="utf-8")
+    runs = []
+    for i, specs in enumerate(["f;p", "f;p", "m;o,n;n"]):
+        log = tmp_path / f"ace-{i}.log"
+        proc = subprocess.run([*_LIT, "-q", "transform", "-r", specs, "--lm", "none", "-j", "2",
+                               str(source)], env=_fake_env(tmp_path, log), capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        runs.append((proc.stdout, _parse_items(log)))
+    assert runs[0][1] > 0  # the first run parses (and fills the cache)
+    assert runs[1][0] == runs[0][0]  # same output from the cache ...
+    assert runs[1][1] == 0  # ... without parsing anything
+    assert runs[2][1] == 0  # other specs: the same sentences, still no parsing
+    assert (tmp_path / "home" / "cache" / "parses.sqlite").exists()
+    # --no-cache parses again
+    log = tmp_path / "ace-nocache.log"
+    proc = subprocess.run([*_LIT, "-q", "transform", "-r", "f;p", "--lm", "none", "-j", "1",
+                           "--no-cache", str(source)], env=_fake_env(tmp_path, log),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == runs[0][0] and _parse_items(log) == runs[0][1]
+
+
+def test_cli_corrupt_cache_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"not a database\n" * 100)
+    proc = subprocess.run([*_LIT, "transform", "-r", "f;p", "--lm", "none", "--cache", str(bad),
+                           "-"], env=_fake_env(tmp_path), input="", capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 1
+    assert str(bad) in proc.stderr and "--no-cache" in proc.stderr
+    assert "Traceback" not in proc.stderr
