@@ -18,6 +18,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from lit.ace import DEFAULT_TIMEOUT, DEFAULT_WATCHDOG
 from lit.cli._app import app
 from lit.cli._common import is_quiet, progress
 from lit.errors import InputError, LitError
@@ -95,6 +96,13 @@ def transform_command(
         "--max-words", min=1, help="Skip sentences with more whitespace-separated words "
                                    "than this without parsing them (no-parse: too long).")
     ] = None,
+    timeout: Annotated[int, typer.Option(
+        "--timeout", min=1, help="ACE's own time limit per item, in seconds.")
+    ] = DEFAULT_TIMEOUT,
+    watchdog: Annotated[float, typer.Option(
+        "--watchdog", min=0.1,
+        help="Kill and restart ACE when an item takes longer than this many seconds (wall "
+             "clock); the item is recorded as an error.")] = DEFAULT_WATCHDOG,
     report: Annotated[Optional[Path], typer.Option(  # noqa: UP007
         "--report", help="Write a JSON summary: per spec, items transformed and skipped by "
                          "reason.")] = None,
@@ -180,7 +188,8 @@ def transform_command(
     rep = Report(specs={s.text: Counter() for s in specs})  # every spec, even with no items
     # what the ACE-bound stage needs, in this process and in every worker
     options: dict[str, Any] = dict(grammar=grammar, rules=ruleset, select=select, verify=verify,
-                                   n=readings, home=lit_home(env), env=env, max_words=max_words)
+                                   n=readings, home=lit_home(env), env=env, max_words=max_words,
+                                   ace_options={"timeout": timeout, "watchdog": watchdog})
     parse_cache = _parse_cache(cache, no_cache, env)
     transformer = Transformer(
         **options, reranker=reranker, labels=table, candidates=candidates, keep_mrs=keep_mrs,
