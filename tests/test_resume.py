@@ -155,3 +155,55 @@ def test_killed_run_resumes_without_loss_or_duplicates(tmp_path):
     assert sorted(r["id"] for r in records) == sorted(ids)  # each exactly once
     assert len(records) == len(ids)
     assert all(r["sentence"] == f"Sentence {r['id']}.".upper() for r in records)
+
+
+# --- `lit transform --resume` after SIGKILL of a real run -----------------------
+
+_LIT = [sys.executable, "-c", "from lit.cli import main; main()"]
+
+
+def test_lit_transform_killed_and_resumed(tmp_path):
+    from conftest import snli_sample_path
+    from fake_ace_support import fake_ace_env
+
+    source = tmp_path / "in.jsonl"
+    with open(snli_sample_path(), encoding="utf-8") as f:
+        source.write_text("".join(next(f) for _ in range(100)), encoding="utf-8")
+    env = dict(os.environ)
+    env.update(fake_ace_env(tmp_path / "fake"))
+    env["LIT_HOME"] = str(tmp_path / "home")
+    args = ["-q", "transform", "-r", "f;p,m;o", "--lm", "none", "-j", "2", "--no-cache"]
+
+    reference = subprocess.run([*_LIT, *args, str(source)], env=env, capture_output=True,
+                               text=True, timeout=600)
+    assert reference.returncode == 0, reference.stderr
+    expected = [json.loads(line) for line in reference.stdout.splitlines()]
+    assert len(expected) == 200
+
+    out = tmp_path / "out.jsonl"
+    slow = dict(env, FAKE_ACE_DELAY="0.02")  # so that the kill lands mid-run
+    proc = subprocess.Popen([*_LIT, *args, "-o", str(out), str(source)], env=slow,
+                            stderr=subprocess.DEVNULL)
+    while proc.poll() is None and (not out.exists() or out.stat().st_size == 0):
+        time.sleep(0.01)
+    proc.kill()  # SIGKILL: no clean-up in the main process; the workers stop by themselves
+    proc.wait(60)
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it was killed"
+    partial = out.read_text(encoding="utf-8").count("\n")
+    assert 0 < partial < 200
+
+    resumed = subprocess.run([*_LIT, *args, "-o", str(out), "--resume", str(source)], env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    key = lambda r: (json.dumps(r["id"]), r["spec"])  # noqa: E731
+    assert len(records) == 200 and len({key(r) for r in records}) == 200  # none lost or doubled
+    assert sorted(records, key=key) == sorted(expected, key=key)  # and the same records
+
+    # resuming a finished file adds nothing; --resume needs --output
+    again = subprocess.run([*_LIT, *args, "-o", str(out), "--resume", str(source)], env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and out.read_text(encoding="utf-8").count("\n") == 200
+    usage = subprocess.run([*_LIT, *args, "--resume", str(source)], env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert usage.returncode == 2 and "--output" in usage.stderr
