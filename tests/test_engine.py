@@ -267,3 +267,29 @@ def test_full_window_all_finished_does_not_hang(max_pending):
     # window had been yielded, map() waited for results with nothing in flight
     outcomes = list(ordered_map(_square, range(40), workers=2, max_pending=max_pending))
     assert [o.value for o in outcomes] == [x * x for x in range(40)]
+
+
+# --- `lit transform` with worker processes (fake-ace stands in for ACE) ----------
+
+_LIT = [sys.executable, "-c", "from lit.cli import main; main()"]
+
+
+def test_lit_transform_same_output_with_and_without_workers(tmp_path):
+    from conftest import snli_sample_path
+    from fake_ace_support import fake_ace_env
+
+    source = tmp_path / "in.jsonl"
+    with open(snli_sample_path(), encoding="utf-8") as f:
+        source.write_text("".join(next(f) for _ in range(40)), encoding="utf-8")
+    env = dict(os.environ)
+    env.update(fake_ace_env(tmp_path / "fake"))
+    env["LIT_HOME"] = str(tmp_path / "home")
+    outputs = []
+    for workers in ("1", "2", "3"):
+        proc = subprocess.run([*_LIT, "-q", "transform", "-r", "f;p,m;o,pa;pa", "--lm", "none",
+                               "-k", "3", "--keep-mrs", "-j", workers, "--no-cache",
+                               str(source)], env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    assert outputs[0].count("\n") == 120
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]  # byte for byte, in order
