@@ -476,23 +476,33 @@ def test_ace_killed_mid_item(transform, tmp_path, fake_env, monkeypatch, once):
     assert run.report["specs"]["f;p"]["error"] == (0 if once else 1)
 
 
-def test_ace_hang_watchdog_kills_and_restarts(tmp_path, fake_env):
+@pytest.mark.parametrize("via", ["cli", "api"])
+def test_ace_hang_watchdog_kills_and_restarts(transform, tmp_path, fake_env, monkeypatch, via):
     """fake-ace hangs on one sentence; the watchdog kills it; the run goes on."""
-    env = dict(fake_env, FAKE_ACE_HANG_ON=SURGEONS)
-    report = Report()
-    with Transformer("erg-1214", home=fake_env["LIT_HOME"], env=env,
-                     ace_options={"watchdog": 1.0, "timeout": 1}) as t:
-        records = list(augment_nli(GOOD, ",".join(SPECS), transformer=t,
-                                   include_skipped=True, report=report))
-    assert_accounted(report.to_dict(), records, len(GOOD))
+    monkeypatch.setenv("FAKE_ACE_HANG_ON", SURGEONS)
+    if via == "cli":
+        run = transform(write_lines(tmp_path / "in.jsonl", [line(r) for r in GOOD]),
+                        "--watchdog", "2", "--timeout", "1")
+        assert run.exit_code == 0, run.stderr
+        records, report = run.records, run.report
+    else:
+        rep = Report()
+        with Transformer("erg-1214", home=fake_env["LIT_HOME"], env=dict(os.environ),
+                         ace_options={"watchdog": 2.0, "timeout": 1}) as t:
+            records = list(augment_nli(GOOD, ",".join(SPECS), transformer=t,
+                                       include_skipped=True, report=rep))
+        report = rep.to_dict()
+    assert_accounted(report, records, len(GOOD))
     for r in records[:2]:
         assert r["status"] == "error"
-        assert r["reason"] == ("error: hypothesis: parse failed: ACE timed out after 1 s "
+        assert r["reason"] == ("error: hypothesis: parse failed: ACE timed out after 2 s "
                                "(watchdog); process restarted")
     assert [r["status"] for r in records[2:]] == ["ok"] * 4
-    log = Path(env["FAKE_ACE_LOG"])
-    assert len(events(log, "hang")) == 1
-    assert len([e for e in events(log, "start") if e["mode"] == "parse"]) == 2
+    log = Path(fake_env["FAKE_ACE_LOG"])
+    hangs = events(log, "hang")
+    assert hangs
+    parsers = {e["pid"] for e in events(log, "start") if e["mode"] == "parse"}
+    assert {e["pid"] for e in hangs} < parsers  # each hung process was replaced
 
 
 @pytest.mark.parametrize("fault", [
