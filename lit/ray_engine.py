@@ -165,6 +165,7 @@ class _RayPool:
         self.prefetch = prefetch
         self.timeout = timeout
         self.slots = [self._new_slot() for _ in range(workers)]
+        self.deaths: dict[int, int] = {}  # index -> actors that died running it
 
     def _new_slot(self) -> _Slot:
         return _Slot(self.cls.remote(*self.args))
@@ -237,7 +238,7 @@ class _RayPool:
                 except self.ray.exceptions.RayActorError as exc:
                     logger.debug("actor died", exc_info=exc)
                     self._replace(slot, pending, backlog, done,
-                                  "worker process died (Ray actor died)")
+                                  "worker process died (Ray actor died)", crashed=True)
                     break
                 if kind == "init-failed":
                     raise EngineError(f"worker initialization failed: {payload}")
@@ -256,12 +257,26 @@ class _RayPool:
                                   f"timed out after {self.timeout:g} s; worker killed")
 
     def _replace(self, slot: _Slot, pending: dict[int, Any], backlog: deque[int],
-                 done: dict[int, Outcome[Any]], error: str) -> None:
+                 done: dict[int, Outcome[Any]], error: str, crashed: bool = False) -> None:
+        """Kill *slot*'s actor, account for its calls, and start a new actor.
+
+        When an actor dies, Ray may also lose the reply of a call that had
+        just finished, so the oldest call is not certainly the culprit: it is
+        run once more on a new actor and fails only if an actor dies under it
+        again (a poison item thus takes down two actors). A timed-out item
+        fails at once.
+        """
         self.slots.remove(slot)
         self.ray.kill(slot.actor)
         if slot.inflight:
             index, _ = slot.inflight.popleft()
-            logger.warning("item %d failed: %s", index, error)
-            done[index] = Outcome(index, pending.pop(index), None, error)
-            backlog.extendleft(reversed([i for i, _ in slot.inflight]))
+            rest = [i for i, _ in slot.inflight]
+            self.deaths[index] = self.deaths.get(index, 0) + 1
+            if crashed and self.deaths[index] < 2:
+                logger.warning("an actor died running item %d; running it once more", index)
+                rest.insert(0, index)
+            else:
+                logger.warning("item %d failed: %s", index, error)
+                done[index] = Outcome(index, pending.pop(index), None, error)
+            backlog.extendleft(reversed(rest))
         self.slots.append(self._new_slot())

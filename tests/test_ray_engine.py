@@ -100,3 +100,29 @@ def test_full_window_all_finished_does_not_hang():
     outcomes = list(ray_engine.ordered_map(_work, [1, 2, 4, 5, 6], workers=2, init=_init,
                                            max_pending=1))
     assert [o.value for o in outcomes] == ["s:1", "s:4", "s:16", "s:25", "s:36"]
+
+
+def test_lit_transform_engine_ray_same_as_local(tmp_path, lit_home):
+    """`lit transform --engine ray` on this module's local Ray = the local engine's output."""
+    import sys
+
+    from typer.testing import CliRunner
+
+    sys.path.insert(0, str(TESTS))
+    from conftest import snli_sample_path
+    from fake_ace_support import fake_ace_env
+
+    from lit.cli import app
+
+    source = tmp_path / "in.jsonl"
+    with open(snli_sample_path(), encoding="utf-8") as f:
+        source.write_text("".join(next(f) for _ in range(30)), encoding="utf-8")
+    env = {**fake_ace_env(tmp_path / "fake"), "LIT_HOME": str(lit_home)}
+    args = ["-q", "transform", "-r", "f;p,m;o,n;n", "--lm", "none", "-k", "2", "--no-cache"]
+    runner = CliRunner()
+    local = runner.invoke(app, [*args, "-j", "1", str(source)], env=env, catch_exceptions=False)
+    remote = runner.invoke(app, [*args, "--engine", "ray", "-j", "2", str(source)], env=env,
+                           catch_exceptions=False)
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    assert local.stdout.count("\n") == 90
+    assert remote.stdout == local.stdout
