@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, cast
 
 from lit.errors import InputError, LitError
 
@@ -70,8 +70,9 @@ def open_text(source: str | os.PathLike[str] | IO[str] | IO[bytes] | None) -> IO
         except IsADirectoryError as exc:
             raise InputError("is a directory, not a file", filename=source) from exc
     if isinstance(source, io.TextIOBase):
-        return source  # type: ignore[return-value]
-    return io.TextIOWrapper(source, encoding="utf-8", errors="surrogateescape")  # type: ignore[arg-type]
+        return source
+    binary = cast(IO[bytes], source)
+    return io.TextIOWrapper(binary, encoding="utf-8", errors="surrogateescape")
 
 
 def _check_text(line: str, name: str, lineno: int) -> None:

@@ -37,7 +37,7 @@ class _LitGroup(TyperGroup):
     Tracebacks are shown only with ``-vv`` (debug). Ctrl-C exits with 130.
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except LitError as exc:

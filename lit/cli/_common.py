@@ -34,11 +34,13 @@ def _current_context() -> Any:
     typer >= 0.29 ships its own copy of click (``typer._click``), whose context
     stack is separate from the ``click`` package's; look in both.
     """
+    ctx = None
     try:
         from typer._click.globals import get_current_context
-    except ImportError:  # older typer: plain click
-        get_current_context = click.get_current_context
-    ctx = get_current_context(silent=True)
+    except ImportError:  # older typer: plain click only
+        pass
+    else:
+        ctx = get_current_context(silent=True)
     return ctx if ctx is not None else click.get_current_context(silent=True)
 
 
