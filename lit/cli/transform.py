@@ -163,7 +163,7 @@ def transform_command(
         raise typer.BadParameter("give either INPUT or --hf, not both", param_hint="--hf")
 
     env = dict(os.environ)
-    quiet = is_quiet(ctx)  # type: ignore[arg-type]  # typer's own click: pass it explicitly
+    quiet = is_quiet(ctx)
     ruleset = RuleSet.load(rules_dir or ())
     fmt = _format_of(input, input_format) if hf is None else "hf"
     specs = parse_specs(rules, ruleset, pair=None if fmt != "text" else False)
@@ -411,6 +411,14 @@ def _prepare_map(engine: str, workers: int | None, address: str | None,
         workers = workers or backend.default_workers()
         if workers == 1:
             return None
-    worker_options = dict(options, cache=None if cache is None else cache.path)
+    # resolve (and checksum) the grammar once here, not once per worker
+    from lit.grammar import Grammar, default_grammar, resolve_grammar
+
+    grammar = options.get("grammar")
+    if not isinstance(grammar, Grammar):
+        home = options.get("home")
+        grammar = resolve_grammar(grammar or default_grammar(home=home), home=home,
+                                  env=options.get("env"))
+    worker_options = dict(options, grammar=grammar, cache=None if cache is None else cache.path)
     return partial(backend.ordered_map, prepare_job, workers=workers, init=open_worker,
                    initargs=(worker_options,), **extra)
