@@ -62,6 +62,9 @@ _LAZY: dict[str, str] = {
     "augment_nli": "lit.pipeline",
     "Report": "lit.pipeline",
     "NliFields": "lit.pipeline",
+    # throughput and scale (issue #5)
+    "ParseCache": "lit.cache",
+    "CachedParser": "lit.cache",
     # evaluation and analysis (issue #6)
     "contrast_sets": "lit.contrast",
     "evaluate_records": "lit.evaluate",
