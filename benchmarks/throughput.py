@@ -209,7 +209,7 @@ def run_lit(args: argparse.Namespace, input_path: Path, out_path: Path, env: dic
 def run_baseline(args: argparse.Namespace, items: list[dict[str, Any]],
                  env: dict[str, str], ace_version: str) -> tuple[dict[str, Any], list[dict]]:
     from lit import engine
-    from lit.pipeline import Transformer, open_worker, prepare_job
+    from lit.pipeline import Transformer, open_worker, prepare_jobs
     from lit.rerank import Reranker
 
     home = env["LIT_HOME"]
@@ -223,7 +223,7 @@ def run_baseline(args: argparse.Namespace, items: list[dict[str, Any]],
         reranker = Reranker(args.lm, gguf_file=args.gguf_file, batch_size=1)
     prepare_map = None
     if args.workers > 1:
-        prepare_map = functools.partial(engine.ordered_map, prepare_job, workers=args.workers,
+        prepare_map = functools.partial(engine.ordered_map, prepare_jobs, workers=args.workers,
                                         init=open_worker, initargs=(options,))
     t0 = time.perf_counter()
     with Transformer(**options, reranker=reranker, prepare_map=prepare_map) as t:

@@ -52,7 +52,7 @@ __all__ = [
     "Transformer",
     "augment_nli",
     "open_worker",
-    "prepare_job",
+    "prepare_jobs",
     "record_key",
     "record_keys",
 ]
@@ -259,9 +259,10 @@ class Transformer:
             entry then looks sentences up there first (``None``: no cache)
         prepare_map: runs the ACE-bound stage (parse, apply chain, generate)
             of many jobs elsewhere, e.g. in worker processes: called once
-            per run with an iterable of jobs, it must yield one
-            :class:`~lit.engine.Outcome` per job, in order, whose value is
-            :func:`prepare_job`'s result (see :func:`open_worker`). Ranking,
+            per run with an iterable of job lists (the jobs of one sentence),
+            it must yield one :class:`~lit.engine.Outcome` per list, in order,
+            whose value is :func:`prepare_jobs`' result (see
+            :func:`open_worker`). Ranking,
             verification and labelling stay in this process, so the LM is
             loaded once and scores the candidates of whole chunks together.
         max_words: sentences with more whitespace-separated words are not
@@ -686,13 +687,16 @@ class Transformer:
                 self._run_jobs(list(jobs.values()))
                 yield state, jobs
             return
-        built: deque[tuple[Any, dict[tuple[str, str], _Job], list[_Job]]] = deque()
+        built: deque[tuple[Any, dict[tuple[str, str], _Job], list[list[_Job]]]] = deque()
 
-        def source() -> Iterator[_Job]:
+        def source() -> Iterator[list[_Job]]:
+            # one work unit per sentence: a worker parses it once for all its chains
             for state, jobs in chunks:
-                todo = self._lookup(jobs.values())
-                built.append((state, jobs, todo))
-                yield from todo
+                groups: dict[str, list[_Job]] = {}
+                for job in self._lookup(jobs.values()):
+                    groups.setdefault(job.sentence, []).append(job)
+                built.append((state, jobs, list(groups.values())))
+                yield from groups.values()
 
         outcomes = iter(self.prepare_map(source()))
         ahead: deque[Any] = deque()
@@ -705,10 +709,10 @@ class Transformer:
                         return
                     ahead.append(outcome)
                     continue
-                state, jobs, todo = built.popleft()
-                for job in todo:
-                    _absorb(job, ahead.popleft() if ahead else next(outcomes))
-                self._finish(todo)
+                state, jobs, groups = built.popleft()
+                for group in groups:
+                    _absorb(group, ahead.popleft() if ahead else next(outcomes))
+                self._finish([job for group in groups for job in group])
                 yield state, jobs
         finally:
             close = getattr(outcomes, "close", None)
@@ -850,33 +854,40 @@ def open_worker(options: Mapping[str, Any]) -> Transformer:
     return Transformer(**kwargs).open()
 
 
-def prepare_job(transformer: Transformer, job: _Job) -> tuple[Any, ...]:
-    """Run the ACE-bound stage of *job* (parse, apply chain, generate).
+def prepare_jobs(transformer: Transformer, jobs: Sequence[_Job]) -> Any:
+    """Run the ACE-bound stage (parse, apply chain, generate) of *jobs*.
 
-    Returns what :meth:`Transformer._run_chunks` needs back, picklable (the
-    MRS as SimpleMRS text). An :class:`~lit.errors.ACEError` (ACE cannot run
-    at all, e.g. a bad image) is returned as ``("ACEError", message)`` and
+    The jobs share one sentence, which is parsed once. Returns, for each
+    job, what :meth:`Transformer._run_chunks` needs back, picklable (the MRS
+    as SimpleMRS text). An :class:`~lit.errors.ACEError` (ACE cannot run at
+    all, e.g. a bad image) is returned as ``("ACEError", message)`` and
     raised again by the main process, so the run stops instead of turning
     every item into an error record.
     """
-    try:
-        transformer._prepare(job)
-    except ACEError as exc:
-        return "ACEError", str(exc)
-    text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
-    return job.result, job.realizations, job.expectation, text
+    out = []
+    for job in jobs:
+        try:
+            transformer._prepare(job)
+        except ACEError as exc:
+            return "ACEError", str(exc)
+        text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
+        out.append((job.result, job.realizations, job.expectation, text))
+    return out
 
 
-def _absorb(job: _Job, outcome: Any) -> None:
-    """Copy a worker's :func:`prepare_job` result (an Outcome) into *job*."""
+def _absorb(jobs: Sequence[_Job], outcome: Any) -> None:
+    """Copy a worker's :func:`prepare_jobs` result (an Outcome) into *jobs*."""
     if not outcome.ok:
-        job.result = SentenceResult(job.sentence, job.written, "error",
-                                    f"error: {outcome.error}")
+        for job in jobs:
+            job.result = SentenceResult(job.sentence, job.written, "error",
+                                        f"error: {outcome.error}")
         return
-    if outcome.value[0] == "ACEError":
+    if isinstance(outcome.value, tuple) and outcome.value[0] == "ACEError":
         raise ACEError(outcome.value[1])
-    job.result, job.realizations, job.expectation, text = outcome.value
-    job.mrs = None if text is None else simplemrs.decode(text)
+    for job, (result, realizations, expectation, text) in zip(jobs, outcome.value,
+                                                               strict=True):
+        job.result, job.realizations, job.expectation = result, realizations, expectation
+        job.mrs = None if text is None else simplemrs.decode(text)
 
 
 # -- items -------------------------------------------------------------------

@@ -396,7 +396,7 @@ def _prepare_map(engine: str, workers: int | None, address: str | None,
     """The worker pool running the ACE-bound stage, or ``None`` to run it inline."""
     from functools import partial
 
-    from lit.pipeline import open_worker, prepare_job
+    from lit.pipeline import open_worker, prepare_jobs
 
     backend: Any
     extra: dict[str, Any] = {}
@@ -420,5 +420,5 @@ def _prepare_map(engine: str, workers: int | None, address: str | None,
         grammar = resolve_grammar(grammar or default_grammar(home=home), home=home,
                                   env=options.get("env"))
     worker_options = dict(options, grammar=grammar, cache=None if cache is None else cache.path)
-    return partial(backend.ordered_map, prepare_job, workers=workers, init=open_worker,
+    return partial(backend.ordered_map, prepare_jobs, workers=workers, init=open_worker,
                    initargs=(worker_options,), **extra)
