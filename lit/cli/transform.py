@@ -129,7 +129,7 @@ def transform_command(
         "--no-cache", help="Neither read nor write the parse cache.")] = False,
     engine: Annotated[str, typer.Option(
         "--engine", help="Where the workers run: local (processes on this machine) or ray "
-                         "(actors on a Ray cluster; needs lit-mrs[ray]).")] = "local",
+                         "(actors on a Ray cluster; needs the ray extra of lit-mrs).")] = "local",
     ray_address: Annotated[Optional[str], typer.Option(  # noqa: UP007
         "--ray-address", help="Ray cluster to join (e.g. auto or ray://head:10001; default: "
                               "start a local Ray instance).")] = None,
