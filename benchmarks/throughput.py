@@ -18,7 +18,10 @@ measures:
     is slow, so it runs on the first *--baseline-n* items and its rate is
     compared with lit's.
 
-It prints sentences/s, both ratios, and peak memory: the largest sum of the
+It prints sentences/s, both ratios, the CPU time of lit's main process
+(input, LM scoring, labels, output: with the LM on the same CPUs as ACE,
+this competes with the workers and counts against ``lit / floor``) and of
+its workers, and peak memory: the largest sum of the
 resident sizes of lit, its workers and the ACE processes (sampled every
 50 ms), and the largest single process. The ACE CPU time is sampled too
 (psutil), so up to 50 ms of CPU per ACE process can be missed at its exit.
@@ -110,6 +113,8 @@ class TreeSampler:
         self.root = psutil.Process(root_pid)
         self.ace_paths = ace_paths
         self.ace_cpu: dict[tuple[int, float], float] = {}
+        self.other_cpu: dict[tuple[int, float], float] = {}  # lit's workers and helpers
+        self.main_cpu = 0.0  # the lit process: reading, LM scoring, labels, writing
         self.peak_rss = 0
         self.peak_single = 0
         self._stop = threading.Event()
@@ -142,9 +147,13 @@ class TreeSampler:
             try:
                 with p.oneshot():
                     rss = p.memory_info().rss
-                    if self.is_ace(p):
-                        t = p.cpu_times()
+                    t = p.cpu_times()
+                    if p.pid == self.root.pid:
+                        self.main_cpu = t.user + t.system
+                    elif self.is_ace(p):
                         self.ace_cpu[(p.pid, p.create_time())] = t.user + t.system
+                    else:
+                        self.other_cpu[(p.pid, p.create_time())] = t.user + t.system
             except psutil.Error:
                 continue
             total += rss
@@ -199,6 +208,8 @@ def run_lit(args: argparse.Namespace, input_path: Path, out_path: Path, env: dic
         "wall_s": wall,
         "ace_cpu_s": sampler.ace_cpu_seconds,
         "ace_processes": sampler.ace_processes,
+        "main_cpu_s": sampler.main_cpu,
+        "workers_cpu_s": sum(sampler.other_cpu.values()),
         "all_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
         "peak_rss_total_mb": sampler.peak_rss / 2**20,
         "peak_rss_single_mb": max(sampler.peak_single / 2**20, after.ru_maxrss / 1024),
@@ -384,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         "lit_sentences_per_s": round(lit_rate, 3),
         "ace_cpu_s": round(lit["ace_cpu_s"], 3),
         "ace_processes": lit["ace_processes"],
+        "lit_main_cpu_s": round(lit["main_cpu_s"], 3),
+        "lit_workers_cpu_s": round(lit["workers_cpu_s"], 3),
         "floor_s": round(floor_s, 3),
         "lit_over_floor": round(lit["wall_s"] / floor_s, 3) if floor_s > 0 else None,
         "peak_rss_total_mb": round(lit["peak_rss_total_mb"], 1),
@@ -418,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"lit       {lit['wall_s']:.2f} s wall, {lit_rate:.2f} sentences/s")
     print(f"floor     ACE CPU {lit['ace_cpu_s']:.2f} s in {lit['ace_processes']} processes "
           f"/ {args.workers} workers = {floor_s:.2f} s")
+    print(f"lit CPU   main process {lit['main_cpu_s']:.2f} s (input, LM, labels, output), "
+          f"workers {lit['workers_cpu_s']:.2f} s (Python side of parse/transform/generate)")
     if result["lit_over_floor"] is not None:
         print(f"lit / floor      {result['lit_over_floor']:.2f}   (target <= 1.3)")
     if "baseline_over_lit" in result:
