@@ -293,3 +293,38 @@ def test_lit_transform_same_output_with_and_without_workers(tmp_path):
         outputs.append(proc.stdout)
     assert outputs[0].count("\n") == 120
     assert outputs[1] == outputs[0] and outputs[2] == outputs[0]  # byte for byte, in order
+
+
+def test_pipeline_with_workers_reads_input_lazily(tmp_path):
+    """A 10**6-item input is not materialized: memory stays flat on long inputs."""
+    import functools
+    import itertools
+    import json as _json
+
+    from conftest import snli_sample_path
+    from fake_ace_support import fake_ace_env
+
+    from lit.pipeline import Transformer, open_worker, prepare_jobs
+
+    with open(snli_sample_path(), encoding="utf-8") as f:
+        rows = [_json.loads(next(f)) for _ in range(30)]
+    taken = 0
+
+    def huge():
+        nonlocal taken
+        for i, row in enumerate(itertools.islice(itertools.cycle(rows), 10**6)):
+            taken += 1
+            yield dict(row, pairID=f"p{i}")
+
+    env = dict(os.environ)
+    env.update(fake_ace_env(tmp_path / "fake"))
+    options = {"grammar": "erg-1214", "env": env, "home": str(tmp_path / "home"),
+               "chunk_size": 16}
+    prepare_map = functools.partial(ordered_map, prepare_jobs, workers=2, init=open_worker,
+                                    initargs=(options,))
+    with Transformer(**options, prepare_map=prepare_map) as t:
+        records = t.transform_pairs(huge(), "f;p,m;o")
+        first = [next(records) for _ in range(40)]  # the first 20 items
+        records.close()
+    assert [r["id"] for r in first[::2]] == [f"p{i}" for i in range(20)]
+    assert taken <= 4 * 16  # a few chunks ahead, not the million
