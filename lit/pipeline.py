@@ -512,7 +512,9 @@ class Transformer:
                 jobs: dict[tuple[str, str], _Job] = {}
                 for pos, item in chunk:
                     item_id, sentence, invalid = _sentence_item(pos, item)
-                    todo = [s for s in spec_list if _key_seen(seen, item_id, s.text) not in done]
+                    # keys are counted only when resuming: memory stays flat otherwise
+                    todo = [s for s in spec_list
+                            if not done or _key_seen(seen, item_id, s.text) not in done]
                     prepared.append((item_id, sentence, invalid, todo))
                     if invalid is None:
                         for spec in todo:
@@ -584,7 +586,8 @@ class Transformer:
                     pair = _pair_item(pos, item, flds, label_names, table)
                     labelled = []
                     for spec in spec_list:
-                        if _key_seen(seen, pair.id, spec.text) in done:
+                        # keys are counted only when resuming: memory stays flat otherwise
+                        if done and _key_seen(seen, pair.id, spec.text) in done:
                             continue
                         lab = None if pair.invalid else table.label(spec, pair.gold)
                         labelled.append((spec, lab))
