@@ -17,6 +17,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Local Ray instances started by the tests bind to the loopback address, not to
+# the machine's network interface (Ray reads this before it is imported; it is
+# what Ray does by itself on macOS and Windows).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 # the environment as it was when the test run started (fixtures may clear LIT_*)
 _ORIG_ENV = dict(os.environ)
 
