@@ -8,6 +8,7 @@ translate arguments into calls of library functions.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
@@ -34,7 +35,8 @@ class _State:
 class _LitGroup(TyperGroup):
     """Map :class:`LitError` to a one-line message and exit code 1.
 
-    Tracebacks are shown only with ``-vv`` (debug). Ctrl-C exits with 130.
+    Tracebacks are shown only with ``-vv`` (debug). Ctrl-C exits with 130;
+    a closed output pipe (``lit ... | head``) ends the run quietly with 141.
     """
 
     def invoke(self, ctx: Any) -> Any:
@@ -49,6 +51,25 @@ class _LitGroup(TyperGroup):
         except KeyboardInterrupt:
             click.echo("lit: interrupted", err=True)
             raise typer.Exit(130) from None
+        except BrokenPipeError:
+            # the reader went away (`lit ... | head`): stop quietly, as a tool
+            # killed by SIGPIPE does; stdout is pointed at /dev/null so that
+            # the interpreter's final flush does not raise again
+            _silence_stdout()
+            raise typer.Exit(_EXIT_BROKEN_PIPE) from None
+
+
+_EXIT_BROKEN_PIPE = 128 + 13  # what a shell reports for a process killed by SIGPIPE
+
+
+def _silence_stdout() -> None:
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (e.g. CliRunner)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 app = typer.Typer(
