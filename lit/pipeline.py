@@ -336,18 +336,22 @@ class Transformer:
         if self._entered:
             return self
         self._resolve_grammar()
+        # with a prepare_map, workers parse and generate: this process needs a
+        # parser only to re-parse candidates for --verify, and no generator
+        need_parser = self.parser is None and (self.prepare_map is None or self.verify)
+        need_generator = self.generator is None and self.prepare_map is None
         try:
-            if self.parser is None or self.generator is None:
+            if need_parser or need_generator:
                 from lit.ace import AceGenerator, AceParser
 
                 ace = str(self.grammar.ace) if self.grammar.ace is not None else "ace"
-                if self.parser is None:
+                if need_parser:
                     self.parser = AceParser(self.grammar.image, executable=ace, n=self.n,
                                             env=self.env, **self.ace_options)
                     self._started.append(self.parser)
                     if self.cache is not None:
                         self.parser = self._cached(self.parser)
-                if self.generator is None:
+                if need_generator:
                     self.generator = AceGenerator(self.grammar.image, executable=ace,
                                                   env=self.env, **self.ace_options)
                     self._started.append(self.generator)

@@ -328,3 +328,29 @@ def test_pipeline_with_workers_reads_input_lazily(tmp_path):
         records.close()
     assert [r["id"] for r in first[::2]] == [f"p{i}" for i in range(20)]
     assert taken <= 4 * 16  # a few chunks ahead, not the million
+
+
+def test_main_process_starts_no_idle_ace_with_workers(tmp_path):
+    # with -j 2 the workers parse and generate; the main process only ranks and
+    # labels, so exactly 2 parsers + 2 generators run (fake-ace stands in for ACE)
+    from conftest import snli_sample_path
+    from fake_ace_support import fake_ace_env, read_log
+
+    source = tmp_path / "in.jsonl"
+    with open(snli_sample_path(), encoding="utf-8") as f:
+        source.write_text("".join(next(f) for _ in range(6)), encoding="utf-8")
+    starts = {}
+    for workers in ("1", "2"):
+        env = dict(os.environ, **fake_ace_env(tmp_path / "fake"))
+        env["LIT_HOME"] = str(tmp_path / "home")
+        env["FAKE_ACE_LOG"] = log = str(tmp_path / f"ace-{workers}.log")
+        proc = subprocess.run(
+            [sys.executable, "-c", "from lit.cli import main; main()", "-q", "transform",
+             "-r", "f;p", "--lm", "none", "--no-cache", "-j", workers, str(source)],
+            env=env, capture_output=True, text=True, timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        events = [e for e in read_log(log) if e["event"] == "start"]
+        starts[workers] = sorted(e["mode"] for e in events)
+    assert starts["1"] == ["generate", "parse"]
+    assert starts["2"] == ["generate", "generate", "parse", "parse"]
