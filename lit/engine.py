@@ -273,6 +273,61 @@ def _discard(queue: Any) -> None:
 # --- main-process side --------------------------------------------------------
 
 
+def _ordered_window(
+    items: Iterable[Any],
+    max_pending: int,
+    dispatch: Callable[[deque[int], dict[int, Any]], None],
+    collect: Callable[[dict[int, Any], deque[int], dict[int, Outcome[Any]]], None],
+) -> Iterator[Outcome[Any]]:
+    """The bounded, ordered window shared by the local and the Ray pool.
+
+    Takes items while fewer than *max_pending* are taken but not yet
+    yielded, hands the waiting indices to ``dispatch(backlog, pending)``,
+    yields finished outcomes in input order, and otherwise waits with
+    ``collect(pending, backlog, done)``, which moves finished (or failed)
+    items from *pending* to *done* and may put indices back on *backlog*.
+    """
+    it = iter(items)
+    pending: dict[int, Any] = {}  # index -> item, taken but not finished
+    backlog: deque[int] = deque()  # indices waiting for a worker
+    done: dict[int, Outcome[Any]] = {}  # finished, waiting for their turn
+    next_index = 0  # next index to take from the input
+    next_yield = 0  # next index to yield
+    exhausted = False
+    while True:
+        # take new items while the window allows
+        while not exhausted and next_index - next_yield < max_pending:
+            try:
+                item = next(it)
+            except StopIteration:
+                exhausted = True
+                break
+            pending[next_index] = item
+            backlog.append(next_index)
+            next_index += 1
+        dispatch(backlog, pending)
+        while next_yield in done:
+            yield done.pop(next_yield)
+            next_yield += 1
+        if exhausted and next_yield == next_index:
+            return
+        if not pending:
+            # nothing in flight: take more input (waiting for results would
+            # block forever once the window was full when input was last read)
+            continue
+        collect(pending, backlog, done)
+
+
+def _finish(index: int, kind: str, payload: Any, pending: dict[int, Any],
+            done: dict[int, Outcome[Any]]) -> None:
+    """Move item *index* from *pending* to *done*: a value if *kind* is ``"ok"``, else an error."""
+    item = pending.pop(index)
+    if kind == "ok":
+        done[index] = Outcome(index, item, payload)
+    else:
+        done[index] = Outcome(index, item, None, payload)
+
+
 class _Worker:
     __slots__ = ("process", "conn", "tasks", "inflight", "ready", "busy_since")
 
@@ -369,38 +424,9 @@ class _Pool:
     # the map loop ------------------------------------------------------------
 
     def map(self, items: Iterable[Any], max_pending: int) -> Iterator[Outcome[Any]]:
-        it = iter(items)
-        pending: dict[int, Any] = {}  # index -> item, taken but not finished
-        backlog: deque[int] = deque()  # indices waiting for a worker
-        done: dict[int, Outcome[Any]] = {}  # finished, waiting for their turn
-        next_index = 0  # next index to take from the input
-        next_yield = 0  # next index to yield
-        exhausted = False
         for _ in range(self.size):
             self._spawn()
-
-        while True:
-            # take new items while the window allows
-            while not exhausted and next_index - next_yield < max_pending:
-                try:
-                    item = next(it)
-                except StopIteration:
-                    exhausted = True
-                    break
-                pending[next_index] = item
-                backlog.append(next_index)
-                next_index += 1
-            self._dispatch(backlog, pending)
-            while next_yield in done:
-                yield done.pop(next_yield)
-                next_yield += 1
-            if exhausted and next_yield == next_index:
-                return
-            if not pending:
-                # nothing in flight: take more input (waiting for results would
-                # block forever once the window was full when input was last read)
-                continue
-            self._collect(pending, backlog, done)
+        yield from _ordered_window(items, max_pending, self._dispatch, self._collect)
 
     def _dispatch(self, backlog: deque[int], pending: dict[int, Any]) -> None:
         while backlog:
@@ -464,11 +490,7 @@ class _Pool:
                 else:
                     w.inflight.remove(index)
                     w.busy_since = time.monotonic()
-                    item = pending.pop(index)
-                    if kind == "ok":
-                        done[index] = Outcome(index, item, payload)
-                    else:
-                        done[index] = Outcome(index, item, None, payload)
+                    _finish(index, kind, payload, pending, done)
         except (EOFError, OSError):
             return False
         return True

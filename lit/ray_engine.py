@@ -26,7 +26,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from lit.engine import EngineError, Outcome, _error_text, _open_state
+from lit.engine import (
+    EngineError,
+    Outcome,
+    _error_text,
+    _finish,
+    _open_state,
+    _ordered_window,
+)
 
 __all__ = ["ordered_map", "import_ray"]
 
@@ -179,32 +186,7 @@ class _RayPool:
         self.slots = []
 
     def map(self, items: Iterable[Any], max_pending: int) -> Iterator[Outcome[Any]]:
-        it = iter(items)
-        pending: dict[int, Any] = {}
-        backlog: deque[int] = deque()
-        done: dict[int, Outcome[Any]] = {}
-        next_index = next_yield = 0
-        exhausted = False
-        while True:
-            while not exhausted and next_index - next_yield < max_pending:
-                try:
-                    item = next(it)
-                except StopIteration:
-                    exhausted = True
-                    break
-                pending[next_index] = item
-                backlog.append(next_index)
-                next_index += 1
-            self._dispatch(backlog, pending)
-            while next_yield in done:
-                yield done.pop(next_yield)
-                next_yield += 1
-            if exhausted and next_yield == next_index:
-                return
-            if not pending:
-                # nothing in flight: take more input (see lit.engine)
-                continue
-            self._collect(pending, backlog, done)
+        yield from _ordered_window(items, max_pending, self._dispatch, self._collect)
 
     def _dispatch(self, backlog: deque[int], pending: dict[int, Any]) -> None:
         while backlog:
@@ -244,11 +226,7 @@ class _RayPool:
                     raise EngineError(f"worker initialization failed: {payload}")
                 slot.inflight.popleft()
                 slot.busy_since = time.monotonic()
-                item = pending.pop(index)
-                if kind == "ok":
-                    done[index] = Outcome(index, item, payload)
-                else:
-                    done[index] = Outcome(index, item, None, payload)
+                _finish(index, kind, payload, pending, done)
         if self.timeout is not None:
             now = time.monotonic()
             for slot in list(self.slots):
