@@ -132,27 +132,46 @@ def read_jsonl(
         >>> list(read_jsonl(io.StringIO('{"id": 1}\\n\\n{"id": 2}\\n')))
         [(1, {'id': 1}), (3, {'id': 2})]
     """
-    name = _name(source) if source not in (None, "-") else "<stdin>"
+    name = _source_name(source)
     for lineno, line in read_lines(source, on_error=on_error):
         if isinstance(line, Skipped):
             yield lineno, line
             continue
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
+        obj = _json_object(line, name, lineno, skip=on_error != "fail")
+        if isinstance(obj, str):
+            yield lineno, Skipped(lineno, obj, line)
         else:
-            if isinstance(obj, dict):
-                yield lineno, obj
-                continue
-            reason = f"expected a JSON object, got {type(obj).__name__}"
-        if on_error == "fail":
-            raise InputError(
-                reason + "; fix the line or pass --on-error skip", filename=name, lineno=lineno
-            )
-        yield lineno, Skipped(lineno, reason, line)
+            yield lineno, obj
+
+
+def _source_name(source: Any) -> str:
+    """*source*'s name for messages: ``<stdin>`` for ``None`` or ``"-"``."""
+    if source is None or source == "-":
+        return "<stdin>"
+    return str(_name(source))
+
+
+def _json_object(line: str, name: str, lineno: int, *, skip: bool) -> dict[str, Any] | str:
+    """The JSON object on *line*, or with *skip* the reason it is not one.
+
+    Raises:
+        InputError: *line* is not a JSON object and *skip* is false
+    """
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
+    else:
+        if isinstance(obj, dict):
+            return obj
+        reason = f"expected a JSON object, got {type(obj).__name__}"
+    if skip:
+        return reason
+    raise InputError(
+        reason + "; fix the line or pass --on-error skip", filename=name, lineno=lineno
+    )
 
 
 # Characters that str.splitlines() and many JSONL readers treat as line breaks,

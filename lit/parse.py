@@ -25,9 +25,7 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import unicodedata
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,7 +38,7 @@ from delphin.exceptions import PyDelphinSyntaxError
 from delphin.mrs import EP, MRS, RESTRICTION_ROLE
 
 from lit.errors import InputError
-from lit.jsonl import Skipped, read_lines
+from lit.jsonl import Skipped, _json_object, _source_name, read_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from lit.ace import Generator, ParseResult
@@ -289,31 +287,6 @@ class MrsItem:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _source_name(source: Any) -> str:
-    if source is None or source == "-":
-        return "<stdin>"
-    if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)
-    return str(getattr(source, "name", "<stream>"))
-
-
-def _json_line(line: str, name: str, lineno: int, on_error: str) -> dict[str, Any] | str:
-    """The JSON object on *line*, or the reason it is not one (with on_error="skip")."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
-    else:
-        if isinstance(obj, dict):
-            return obj
-        reason = f"expected a JSON object, got {type(obj).__name__}"
-    if on_error == "skip":
-        return reason
-    raise InputError(
-        reason + "; fix the line or pass --on-error skip", filename=name, lineno=lineno
-    )
-
-
 def read_sentences(source: Any, *, on_error: str = "fail") -> Iterator[SentenceItem]:
     """Yield a :class:`SentenceItem` per sentence in *source*.
 
@@ -335,7 +308,7 @@ def read_sentences(source: Any, *, on_error: str = "fail") -> Iterator[SentenceI
         if not line.lstrip().startswith("{"):
             yield SentenceItem(lineno, line.strip())
             continue
-        obj = _json_line(line, name, lineno, on_error)
+        obj = _json_object(line, name, lineno, skip=on_error == "skip")
         if isinstance(obj, str):
             yield SentenceItem(lineno, None, f"invalid input: {obj}")
             continue
@@ -409,7 +382,7 @@ def read_mrs_inputs(
         if not line.lstrip().startswith("{"):
             yield MrsItem(lineno, line.strip())
             continue
-        obj = _json_line(line, name, lineno, on_error)
+        obj = _json_object(line, name, lineno, skip=on_error == "skip")
         if isinstance(obj, str):
             yield MrsItem(lineno, None, f"invalid input: {obj}")
             continue
