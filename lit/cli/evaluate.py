@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -62,6 +63,19 @@ def _console(stream: Any) -> Console:
 def _summary(ctx: typer.Context, counts: dict[str, int]) -> None:
     if not _quiet(ctx):
         echo_summary(counts, order=list(counts))
+
+
+def _show(ctx: typer.Context, result: Any, table: Callable[[Any], Any],
+          draw: Callable[[Any, Path], None], *, as_json: bool, plot: Path | None) -> None:
+    """Output *result*: ``table(result)`` (see :func:`_table_console`), its
+    ``to_dict()`` as JSON with --json, and ``draw(result, plot)`` with --plot."""
+    console = _table_console(ctx, as_json)
+    if console is not None:
+        console.print(table(result))
+    if as_json:
+        _write_json(result.to_dict())
+    if plot is not None:
+        draw(result, plot)
 
 
 def _write_json(obj: Any) -> None:
@@ -137,13 +151,8 @@ def evaluate_cmd(
         adjacent=not unsorted,
         source=source,
     )
-    console = _table_console(ctx, as_json)
-    if console is not None:
-        console.print(ev_mod.evaluation_table(result))
-    if as_json:
-        _write_json(result.to_dict())
-    if plot is not None:
-        ev_mod.plot_evaluation(result, plot)
+    _show(ctx, result, ev_mod.evaluation_table, ev_mod.plot_evaluation,
+          as_json=as_json, plot=plot)
     c = result.counts
     _summary(
         ctx,
@@ -279,13 +288,8 @@ def analyze_cmd(
         result = an_mod.analyze_parsed(items, dedupe=not keep_duplicates)
     else:
         result = _analyze_raw(an_mod, items, grammar, dedupe=not keep_duplicates)
-    console = _table_console(ctx, as_json)
-    if console is not None:
-        console.print(an_mod.analysis_table(result))
-    if as_json:
-        _write_json(result.to_dict())
-    if plot is not None:
-        an_mod.plot_analysis(result, plot)
+    _show(ctx, result, an_mod.analysis_table, an_mod.plot_analysis,
+          as_json=as_json, plot=plot)
     _summary(ctx, {"sentences": result.sentences, "parsed": result.parsed,
                    "not parsed": result.sentences - result.parsed})
 
