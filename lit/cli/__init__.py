@@ -6,14 +6,15 @@ given and writes JSONL to stdout, so stages pipe into each other.
 
 from __future__ import annotations
 
-from lit.cli import evaluate as _evaluate  # noqa: F401,E402
+import importlib
 
-# Command modules register themselves on ``app`` when imported.
-from lit.cli import grammar as _grammar  # noqa: F401,E402
-from lit.cli import parse as _parse  # noqa: F401,E402
-from lit.cli import rules as _rules  # noqa: F401,E402
-from lit.cli import transform as _transform  # noqa: F401,E402
 from lit.cli._app import app
+
+# Command modules register themselves on ``app`` when imported; this order is
+# the order of `lit --help` (the pipeline's order).
+_COMMAND_MODULES = ("grammar", "parse", "rules", "rerank", "transform", "evaluate")
+for _name in _COMMAND_MODULES:
+    importlib.import_module(f"lit.cli.{_name}")
 
 __all__ = ["app", "main"]
 
