@@ -287,6 +287,32 @@ class MrsItem:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _input_lines(
+    source: Any, name: str, on_error: str
+) -> Iterator[tuple[int, str | dict[str, Any] | None, str | None]]:
+    """Yield ``(lineno, value, error)`` for each non-blank line of *source*.
+
+    *value* is the stripped text of a plain line, or the JSON object on a
+    line that starts with ``{``. A line that cannot be read raises
+    :class:`~lit.errors.InputError`, or with ``on_error="skip"`` comes with
+    *value* ``None`` and the reason in *error*.
+    """
+    skip = on_error == "skip"
+    for lineno, line in read_lines(source, on_error="skip" if skip else "fail"):
+        if isinstance(line, Skipped):
+            yield lineno, None, f"invalid input: {line.reason}"
+        elif not line.strip():
+            continue
+        elif not line.lstrip().startswith("{"):
+            yield lineno, line.strip(), None
+        else:
+            obj = _json_object(line, name, lineno, skip=skip)
+            if isinstance(obj, str):
+                yield lineno, None, f"invalid input: {obj}"
+            else:
+                yield lineno, obj, None
+
+
 def read_sentences(source: Any, *, on_error: str = "fail") -> Iterator[SentenceItem]:
     """Yield a :class:`SentenceItem` per sentence in *source*.
 
@@ -299,18 +325,12 @@ def read_sentences(source: Any, *, on_error: str = "fail") -> Iterator[SentenceI
     ``on_error="skip"`` becomes an item with the reason in ``error``.
     """
     name = _source_name(source)
-    for lineno, line in read_lines(source, on_error="skip" if on_error == "skip" else "fail"):
-        if isinstance(line, Skipped):
-            yield SentenceItem(lineno, None, f"invalid input: {line.reason}")
+    for lineno, obj, error in _input_lines(source, name, on_error):
+        if obj is None:
+            yield SentenceItem(lineno, None, error)
             continue
-        if not line.strip():
-            continue
-        if not line.lstrip().startswith("{"):
-            yield SentenceItem(lineno, line.strip())
-            continue
-        obj = _json_object(line, name, lineno, skip=on_error == "skip")
         if isinstance(obj, str):
-            yield SentenceItem(lineno, None, f"invalid input: {obj}")
+            yield SentenceItem(lineno, obj)
             continue
         item_id = obj.get("id", lineno)
         text = obj.get("sentence", obj.get("text"))
@@ -373,18 +393,12 @@ def read_mrs_inputs(
     generate from carry the reason in ``error``; nothing is dropped.
     """
     name = _source_name(source)
-    for lineno, line in read_lines(source, on_error="skip" if on_error == "skip" else "fail"):
-        if isinstance(line, Skipped):
-            yield MrsItem(lineno, None, f"invalid input: {line.reason}")
+    for lineno, obj, error in _input_lines(source, name, on_error):
+        if obj is None:
+            yield MrsItem(lineno, None, error)
             continue
-        if not line.strip():
-            continue
-        if not line.lstrip().startswith("{"):
-            yield MrsItem(lineno, line.strip())
-            continue
-        obj = _json_object(line, name, lineno, skip=on_error == "skip")
         if isinstance(obj, str):
-            yield MrsItem(lineno, None, f"invalid input: {obj}")
+            yield MrsItem(lineno, obj)
             continue
         item_id = obj.get("id", lineno)
         extra: dict[str, Any] = {k: obj[k] for k in ("sentence", "chain") if k in obj}
