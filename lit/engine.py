@@ -47,7 +47,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 from lit.errors import LitError
 
@@ -116,6 +116,29 @@ def describe_exit(exitcode: int | None) -> str:
         except ValueError:
             return f"killed by signal {-exitcode}"
     return f"exit code {exitcode}"
+
+
+def _init_failure(exc: BaseException) -> LitError | str:
+    """What a worker reports when its initializer fails.
+
+    A :class:`LitError` (e.g. ``ACEError: ACE exited at start``) travels as
+    itself, so the main process raises the same error, with the same
+    message, as it would without workers; anything else travels as text.
+    """
+    if isinstance(exc, LitError):
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            pass
+        else:
+            return exc
+    return _error_text(exc)
+
+
+def _raise_init_failure(payload: LitError | str) -> NoReturn:
+    if isinstance(payload, LitError):
+        raise payload
+    raise EngineError(f"worker initialization failed: {payload}")
 
 
 def _error_text(exc: BaseException) -> str:
@@ -224,9 +247,9 @@ def _worker_main(conn: Connection, tasks: Any, fn: Callable[[Any, Any], Any],
     with contextlib.ExitStack() as stack:
         try:
             state = _open_state(stack, init, initargs)
-        except Exception as exc:  # reported to the main process, which raises EngineError
+        except Exception as exc:  # reported to the main process, which raises it
             logger.debug("worker initializer failed", exc_info=True)
-            _send(conn, ("init-failed", None, _error_text(exc)))
+            _send(conn, ("init-failed", None, _init_failure(exc)))
             return
         if not _send(conn, ("ready", None, None)):
             return
@@ -486,7 +509,7 @@ class _Pool:
                     logger.debug("worker pid %s is ready", w.process.pid)
                     self.init_failures = 0
                 elif kind == "init-failed":
-                    raise EngineError(f"worker initialization failed: {payload}")
+                    _raise_init_failure(payload)
                 else:
                     w.inflight.remove(index)
                     w.busy_since = time.monotonic()

@@ -31,9 +31,12 @@ from lit.engine import (
     Outcome,
     _error_text,
     _finish,
+    _init_failure,
     _open_state,
     _ordered_window,
+    _raise_init_failure,
 )
+from lit.errors import LitError
 
 __all__ = ["ordered_map", "import_ray"]
 
@@ -60,12 +63,12 @@ class _Actor:
                  initargs: tuple[Any, ...]) -> None:
         self.fn = fn
         self.stack = contextlib.ExitStack()
-        self.init_error: str | None = None
+        self.init_error: LitError | str | None = None
         self.state: Any = None
         try:
             self.state = _open_state(self.stack, init, initargs)
-        except Exception as exc:  # reported to the driver, which raises EngineError
-            self.init_error = _error_text(exc)
+        except Exception as exc:  # reported to the driver, which raises it
+            self.init_error = _init_failure(exc)
 
     def run(self, index: int, item: Any) -> tuple[str, Any]:
         if self.init_error is not None:
@@ -223,7 +226,7 @@ class _RayPool:
                                   "worker process died (Ray actor died)", crashed=True)
                     break
                 if kind == "init-failed":
-                    raise EngineError(f"worker initialization failed: {payload}")
+                    _raise_init_failure(payload)
                 slot.inflight.popleft()
                 slot.busy_since = time.monotonic()
                 _finish(index, kind, payload, pending, done)

@@ -156,6 +156,22 @@ def test_init_failure_is_an_engine_error():
         list(ordered_map(_square, [1, 2, 3], workers=1, init=_failing_init))
 
 
+def _ace_failing_init():
+    from lit.errors import ACEError
+
+    raise ACEError("ACE exited at start (exit code 1) with image /x.dat")
+
+
+def test_lit_error_in_init_is_raised_as_itself():
+    # the main process reports a worker's ACEError exactly as it would without workers
+    from lit.errors import ACEError
+
+    for workers in (1, 2):
+        with pytest.raises(ACEError) as info:
+            list(ordered_map(_square, [1, 2, 3], workers=workers, init=_ace_failing_init))
+        assert str(info.value) == "ACE exited at start (exit code 1) with image /x.dat"
+
+
 def test_invalid_worker_count():
     with pytest.raises(EngineError, match="at least 1"):
         list(ordered_map(_square, [1], workers=0))
