@@ -234,13 +234,16 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _worker_main(conn: Connection, tasks: Any, fn: Callable[[Any, Any], Any],
-                 init: Callable[..., Any] | None, initargs: tuple[Any, ...]) -> None:
+                 init: Callable[..., Any] | None, initargs: tuple[Any, ...],
+                 log_level: int = logging.WARNING) -> None:
     """Body of a worker process: build state, serve tasks, tear down.
 
     The worker stops (tearing its state down) on the stop sentinel, on
     SIGTERM, and when the main process is gone (killed), so no orphaned
-    worker keeps its ACE processes alive.
+    worker keeps its ACE processes alive. Its ``lit`` log records go to
+    stderr at the main process's level, marked with the worker's pid.
     """
+    _log_like_main(log_level)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     parent = multiprocessing.parent_process()
@@ -276,6 +279,19 @@ def _worker_main(conn: Connection, tasks: Any, fn: Callable[[Any, Any], Any],
                                     f"result cannot be sent back: {_error_text(exc)}"))
             if not sent:
                 return
+
+
+def _log_like_main(level: int) -> None:
+    # a spawned worker starts with logging unconfigured: without this its
+    # warnings would reach stderr bare (Python's last-resort handler)
+    root = logging.getLogger("lit")
+    if not root.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(
+            "lit: worker %(process)d: %(levelname)s: %(message)s"))
+        root.addHandler(handler)
+        root.propagate = False
+    root.setLevel(level)
 
 
 def _send(conn: Connection, message: tuple[Any, ...]) -> bool:
@@ -396,7 +412,8 @@ class _Pool:
         tasks = self.ctx.Queue()  # put() never blocks (feeder thread), unlike a bare pipe
         process = self.ctx.Process(
             target=_worker_main,
-            args=(child_conn, tasks, self.fn, self.init, self.initargs),
+            args=(child_conn, tasks, self.fn, self.init, self.initargs,
+                  logging.getLogger("lit").getEffectiveLevel()),
             name="lit-worker",
             daemon=True,
         )

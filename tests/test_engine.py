@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -170,6 +171,30 @@ def test_lit_error_in_init_is_raised_as_itself():
         with pytest.raises(ACEError) as info:
             list(ordered_map(_square, [1, 2, 3], workers=workers, init=_ace_failing_init))
         assert str(info.value) == "ACE exited at start (exit code 1) with image /x.dat"
+
+
+def _warn(state: None, x: int) -> int:
+    import logging
+
+    logging.getLogger("lit.ace").warning("ACE is slow on item %d", x)
+    return x
+
+
+def test_worker_log_records_are_marked_and_levelled(capfd):
+    import logging
+
+    lit_logger = logging.getLogger("lit")
+    old = lit_logger.level
+    try:
+        lit_logger.setLevel(logging.WARNING)
+        assert [o.value for o in ordered_map(_warn, [7], workers=2)] == [7]
+        err = capfd.readouterr().err
+        assert re.search(r"^lit: worker \d+: WARNING: ACE is slow on item 7$", err, re.M), err
+        lit_logger.setLevel(logging.ERROR)  # -q: workers stay quiet too
+        assert [o.value for o in ordered_map(_warn, [8], workers=2)] == [8]
+        assert "item 8" not in capfd.readouterr().err
+    finally:
+        lit_logger.setLevel(old)
 
 
 def test_invalid_worker_count():
