@@ -173,28 +173,32 @@ def test_lit_error_in_init_is_raised_as_itself():
         assert str(info.value) == "ACE exited at start (exit code 1) with image /x.dat"
 
 
-def _warn(state: None, x: int) -> int:
-    import logging
+_WARN_SCRIPT = """
+import logging, sys
+from lit.engine import ordered_map
 
+def warn(state, x):
     logging.getLogger("lit.ace").warning("ACE is slow on item %d", x)
     return x
 
+if __name__ == "__main__":
+    logging.getLogger("lit").setLevel(int(sys.argv[1]))
+    print([o.value for o in ordered_map(warn, [7], workers=2)])
+"""
 
-def test_worker_log_records_are_marked_and_levelled(capfd):
-    import logging
 
-    lit_logger = logging.getLogger("lit")
-    old = lit_logger.level
-    try:
-        lit_logger.setLevel(logging.WARNING)
-        assert [o.value for o in ordered_map(_warn, [7], workers=2)] == [7]
-        err = capfd.readouterr().err
-        assert re.search(r"^lit: worker \d+: WARNING: ACE is slow on item 7$", err, re.M), err
-        lit_logger.setLevel(logging.ERROR)  # -q: workers stay quiet too
-        assert [o.value for o in ordered_map(_warn, [8], workers=2)] == [8]
-        assert "item 8" not in capfd.readouterr().err
-    finally:
-        lit_logger.setLevel(old)
+def test_worker_log_records_are_marked_and_levelled(tmp_path):
+    # a real process: workers inherit its stderr (pytest's capture would not see them)
+    script = tmp_path / "warn.py"
+    script.write_text(_WARN_SCRIPT, encoding="utf-8")
+    for level, shown in ((30, True), (40, False)):  # WARNING; ERROR as with -q
+        proc = subprocess.run([sys.executable, str(script), str(level)], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "[7]"
+        found = re.search(r"^lit: worker \d+: WARNING: ACE is slow on item 7$", proc.stderr,
+                          re.M)
+        assert bool(found) is shown, proc.stderr
 
 
 def test_invalid_worker_count():
