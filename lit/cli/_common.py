@@ -6,10 +6,17 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import click
+import typer
 from rich.console import Console
+
+from lit.rerank import DEFAULT_LM
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lit.rerank import Reranker
+
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -20,7 +27,18 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["stderr_console", "progress", "is_quiet", "echo_summary", "format_counts"]
+__all__ = [
+    "stderr_console",
+    "progress",
+    "is_quiet",
+    "echo_summary",
+    "format_counts",
+    "LmOption",
+    "GgufFileOption",
+    "DeviceOption",
+    "BatchSizeOption",
+    "make_reranker",
+]
 
 
 def stderr_console() -> Console:
@@ -97,3 +115,28 @@ def echo_summary(counts: Counter[str] | dict[str, int], order: list[str] | None 
     """Print the one-line end-of-run summary on stderr (unless quiet)."""
     if not is_quiet():
         click.echo(format_counts(counts, order), err=True)
+
+
+# -- language-model options shared by `lit transform` and `lit rerank` ---------
+
+LmOption = Annotated[str, typer.Option(
+    "--lm", help="Reranking LM: a Hugging Face model id, a local directory, a .gguf file, "
+                 "or 'none' (grammar order).")]
+GgufFileOption = Annotated[Optional[str], typer.Option(  # noqa: UP007 - typer, Python 3.10
+    "--gguf-file", help="GGUF file inside the --lm directory or hub repo (needs "
+                        "lit-mrs\\[gguf]).")]
+DeviceOption = Annotated[Optional[str], typer.Option(  # noqa: UP007
+    "--device", help="LM device: cpu, cuda, cuda:1 ... (default: cuda if available).")]
+BatchSizeOption = Annotated[int, typer.Option(
+    "--batch-size", min=1, help="Sentences per LM batch (halved on out-of-memory).")]
+DEFAULT_BATCH_SIZE = 16
+
+
+def make_reranker(lm: str = DEFAULT_LM, gguf_file: str | None = None, device: str | None = None,
+                  batch_size: int = DEFAULT_BATCH_SIZE) -> Reranker | None:
+    """The reranker the LM options describe; ``None`` for ``--lm none`` (grammar order)."""
+    if lm.lower() == "none":
+        return None
+    from lit.rerank import Reranker
+
+    return Reranker(lm, gguf_file=gguf_file, device=device, batch_size=batch_size)

@@ -15,9 +15,19 @@ from typing import Annotated, Any, Optional
 import typer
 
 from lit.cli._app import app
-from lit.cli._common import echo_summary, progress
+from lit.cli._common import (
+    DEFAULT_BATCH_SIZE,
+    BatchSizeOption,
+    DeviceOption,
+    GgufFileOption,
+    LmOption,
+    echo_summary,
+    make_reranker,
+    progress,
+)
 from lit.errors import InputError
 from lit.jsonl import JsonlWriter, Skipped, read_jsonl
+from lit.rerank import DEFAULT_LM
 
 
 class _OnError(str, Enum):
@@ -69,17 +79,10 @@ def rerank_command(
                        help="`lit generate` JSONL (a 'surfaces' list per line); '-' or none: "
                             "stdin."),
     ] = None,
-    lm: Annotated[str, typer.Option(
-        "--lm", help="Reranking LM: a Hugging Face model id, a local directory, a .gguf file, "
-                     "or 'none' (grammar order).")] = "gpt2",
-    gguf_file: Annotated[Optional[str], typer.Option(  # noqa: UP007
-        "--gguf-file", help="GGUF file inside the --lm directory or hub repo (needs "
-                            "lit-mrs\\[gguf]).")] = None,
-    device: Annotated[Optional[str], typer.Option(  # noqa: UP007
-        "--device", help="LM device: cpu, cuda, cuda:1 ... (default: cuda if available).")
-    ] = None,
-    batch_size: Annotated[int, typer.Option(
-        "--batch-size", min=1, help="Sentences per LM batch (halved on out-of-memory).")] = 16,
+    lm: LmOption = DEFAULT_LM,
+    gguf_file: GgufFileOption = None,
+    device: DeviceOption = None,
+    batch_size: BatchSizeOption = DEFAULT_BATCH_SIZE,
     top_k: Annotated[Optional[int], typer.Option(  # noqa: UP007
         "--candidates", "-k", min=1, help="Keep the best K candidates with scores "
                                           "(default: all).")] = None,
@@ -102,13 +105,12 @@ def rerank_command(
     --raw. Candidates of --chunk lines are scored in one LM batch.
     """
     from lit.generate import clean_realizations
-    from lit.rerank import Reranker, rank_candidates
+    from lit.rerank import rank_candidates
 
     name = input_path if input_path not in (None, "-") else "<stdin>"
     counts: Counter[str] = Counter()
     writer = JsonlWriter(sys.stdout)
-    reranker = None if lm.lower() == "none" else Reranker(
-        lm, gguf_file=gguf_file, device=device, batch_size=batch_size)
+    reranker = make_reranker(lm, gguf_file, device, batch_size)
 
     def rows() -> Iterator[tuple[dict[str, Any], list[str] | None, int]]:
         for lineno, rec in read_jsonl(input_path, on_error=on_error.value):

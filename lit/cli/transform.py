@@ -20,8 +20,18 @@ import typer
 
 from lit.ace import DEFAULT_TIMEOUT, DEFAULT_WATCHDOG
 from lit.cli._app import app
-from lit.cli._common import is_quiet, progress
+from lit.cli._common import (
+    DEFAULT_BATCH_SIZE,
+    BatchSizeOption,
+    DeviceOption,
+    GgufFileOption,
+    LmOption,
+    is_quiet,
+    make_reranker,
+    progress,
+)
 from lit.errors import InputError, LitError
+from lit.rerank import DEFAULT_LM
 
 _FORMATS = ("auto", "jsonl", "tsv", "csv", "text")
 _EPILOG = (
@@ -63,17 +73,10 @@ def transform_command(
     grammar: Annotated[Optional[str], typer.Option(  # noqa: UP007
         "--grammar", "-g", help="Grammar (default: the default grammar; see `lit grammar list`)."
     )] = None,
-    lm: Annotated[str, typer.Option(
-        "--lm", help="Reranking LM: a Hugging Face model id, a local directory, a .gguf file, "
-                     "or 'none' (grammar order).")] = "gpt2",
-    gguf_file: Annotated[Optional[str], typer.Option(  # noqa: UP007
-        "--gguf-file", help="GGUF file inside the --lm directory or hub repo (needs "
-                            "lit-mrs\\[gguf]).")] = None,
-    device: Annotated[Optional[str], typer.Option(  # noqa: UP007
-        "--device", help="LM device: cpu, cuda, cuda:1 ... (default: cuda if available).")
-    ] = None,
-    batch_size: Annotated[int, typer.Option(
-        "--batch-size", min=1, help="Sentences per LM batch (halved on out-of-memory).")] = 16,
+    lm: LmOption = DEFAULT_LM,
+    gguf_file: GgufFileOption = None,
+    device: DeviceOption = None,
+    batch_size: BatchSizeOption = DEFAULT_BATCH_SIZE,
     candidates: Annotated[Optional[int], typer.Option(  # noqa: UP007
         "--candidates", "-k", min=1,
         help="Keep the top K candidates with their scores in each record.")] = None,
@@ -142,7 +145,6 @@ def transform_command(
     from lit.grammar import lit_home
     from lit.nli import LabelTable
     from lit.pipeline import NliFields, Report, Transformer
-    from lit.rerank import Reranker
     from lit.rules import RuleSet
     from lit.spec import parse_specs
 
@@ -183,8 +185,7 @@ def transform_command(
                            label_field or base.label, id_field)
 
     items, total, label_names = _read_items(input, fmt, hf, on_error)
-    reranker = None if lm.lower() == "none" else Reranker(
-        lm, gguf_file=gguf_file, device=device, batch_size=batch_size)
+    reranker = make_reranker(lm, gguf_file, device, batch_size)
     rep = Report(specs={s.text: Counter() for s in specs})  # every spec, even with no items
     # what the ACE-bound stage needs, in this process and in every worker
     options: dict[str, Any] = dict(grammar=grammar, rules=ruleset, select=select, verify=verify,
