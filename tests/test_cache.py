@@ -360,3 +360,32 @@ def test_cli_corrupt_cache_is_a_clear_error(tmp_path):
     assert proc.returncode == 1
     assert str(bad) in proc.stderr and "--no-cache" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_default_cache_location(tmp_path, monkeypatch):
+    # LIT_CACHE names the cache; an unwritable default location (a read-only
+    # LIT_HOME, as in the container image) turns the cache off with a warning
+    import logging
+
+    from lit.cli.transform import _parse_cache
+
+    cache = _parse_cache(None, False, {"LIT_HOME": str(tmp_path / "home"),
+                                       "LIT_CACHE": str(tmp_path / "elsewhere" / "c.sqlite")})
+    assert cache is not None and cache.path == tmp_path / "elsewhere" / "c.sqlite"
+    assert _parse_cache(None, True, {"LIT_HOME": str(tmp_path)}) is None
+    # root (CI) can write anywhere, so stand in for the permission check
+    import lit.cli.transform as cli_transform
+
+    monkeypatch.setattr(cli_transform, "_writable", lambda path: False)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logging.getLogger("lit").addHandler(handler)
+    try:
+        assert _parse_cache(None, False, {"LIT_HOME": str(tmp_path / "ro-home")}) is None
+        # a location the user named is used, writable or not (errors surface later)
+        named = _parse_cache(tmp_path / "named.sqlite", False, {"LIT_HOME": str(tmp_path)})
+        assert named is not None
+    finally:
+        logging.getLogger("lit").removeHandler(handler)
+    assert any("parse cache off" in r.getMessage() for r in records)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import sys
 from collections import Counter
@@ -32,6 +33,8 @@ from lit.cli._common import (
 )
 from lit.errors import InputError, LitError
 from lit.rerank import DEFAULT_LM
+
+logger = logging.getLogger(__name__)
 
 _FORMATS = ("auto", "jsonl", "tsv", "csv", "text")
 _EPILOG = (
@@ -126,7 +129,8 @@ def transform_command(
         help="Worker processes, each with its own ACE processes (default: the CPU count; "
              "1: none). With --engine ray: actors (default: the cluster's CPUs).")] = None,
     cache: Annotated[Optional[Path], typer.Option(  # noqa: UP007
-        "--cache", help="Parse cache file (SQLite; default: $LIT_HOME/cache/parses.sqlite)."
+        "--cache", help="Parse cache file (SQLite; default: $LIT_CACHE, else "
+                   "$LIT_HOME/cache/parses.sqlite)."
     )] = None,
     no_cache: Annotated[bool, typer.Option(
         "--no-cache", help="Neither read nor write the parse cache.")] = False,
@@ -383,13 +387,37 @@ def _sentence_records(transformer: Any, items: Any, specs: Any, sentence_field: 
 
 
 def _parse_cache(path: Path | None, no_cache: bool, env: dict[str, str]) -> Any:
-    """The parse cache to use (``None`` with --no-cache)."""
+    """The parse cache to use (``None`` with --no-cache).
+
+    The location is --cache, else ``LIT_CACHE``, else ``$LIT_HOME/cache``.
+    Where the default location is not writable (a shared or read-only
+    ``LIT_HOME``, as in the container image) the run goes on without a cache
+    and says so; a location the user named must work.
+    """
     if no_cache:
         return None
     from lit.cache import ParseCache, default_cache_path
     from lit.grammar import lit_home
 
-    return ParseCache(path if path is not None else default_cache_path(lit_home(env)))
+    if path is None and env.get("LIT_CACHE"):
+        path = Path(env["LIT_CACHE"])
+    if path is None:
+        path = default_cache_path(lit_home(env))
+        if not _writable(path):
+            logger.warning("parse cache off: %s is not writable; set LIT_CACHE or pass "
+                           "--cache PATH (--no-cache silences this)", path)
+            return None
+    return ParseCache(path)
+
+
+def _writable(path: Path) -> bool:
+    """Whether *path* (a file, maybe not yet there) can be created or written."""
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return os.access(parent, os.W_OK | os.X_OK)
 
 
 def _prepare_map(engine: str, workers: int | None, address: str | None,
