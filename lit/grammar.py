@@ -37,7 +37,6 @@ import platform as _platform
 import re
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -49,6 +48,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from lit._fs import create_temp_file
 from lit.errors import ACEError, ChecksumError, GrammarError
 
 __all__ = [
@@ -601,7 +601,7 @@ def _registry_lock(home: Path) -> Iterator[None]:
 def _write_registry(home: Path, entries: Mapping[str, Installation]) -> None:
     path = registry_path(home)
     data = {"version": 1, "grammars": {n: e.to_dict() for n, e in sorted(entries.items())}}
-    fd, tmp = tempfile.mkstemp(dir=home, prefix=".registry-", suffix=".json")
+    fd, tmp = create_temp_file(home, ".registry-", ".json")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2)

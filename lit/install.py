@@ -35,6 +35,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
+from lit._fs import create_temp_file
 from lit.errors import ACEError, ChecksumError, GrammarError, InstallError
 from lit.grammar import (
     Download,
@@ -105,7 +106,7 @@ def download(
     h = hashlib.sha256()
     done = 0
     total: int | None = None
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    fd, tmp = create_temp_file(dest.parent, f".{dest.name}.", ".part")
     try:
         with os.fdopen(fd, "wb") as out:
             try:
@@ -162,7 +163,7 @@ def decompress_bz2(src: str | os.PathLike[str], dest: str | os.PathLike[str]) ->
         InstallError: if *src* is not valid bzip2 data
     """
     dest = Path(dest)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    fd, tmp = create_temp_file(dest.parent, f".{dest.name}.", ".part")
     try:
         with os.fdopen(fd, "wb") as out:
             try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bz2
 import hashlib
 import io
+import os
 import socket
 import stat
 import tarfile
@@ -541,3 +542,26 @@ def test_compile_failures(lit_home, tmp_path, fake_ace):
     with pytest.raises(InstallError, match="exit code 3.*could not load grammar"):
         compile_grammar("erg-2020", source, ace=failing, home=lit_home)
     assert files_under(lit_home) == []
+
+
+def test_installed_files_are_readable_by_other_users(tmp_path):
+    # a shared LIT_HOME (e.g. /opt/lit for a lab): downloads and the registry get
+    # the usual permissions (0o666 less the umask), not mkstemp's owner-only 0o600
+    from lit._fs import create_temp_file
+
+    old = os.umask(0o022)
+    try:
+        fd, path = create_temp_file(tmp_path, ".x.", ".part")
+        os.close(fd)
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o644
+    assert Path(path).name.startswith(".x.") and path.endswith(".part")
+    from lit.grammar import _write_registry, registry_path
+
+    old = os.umask(0o022)
+    try:
+        _write_registry(tmp_path, {})
+    finally:
+        os.umask(old)
+    assert os.stat(registry_path(tmp_path)).st_mode & 0o777 == 0o644
