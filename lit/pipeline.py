@@ -511,7 +511,7 @@ class Transformer:
         seen: Counter[tuple[Any, ...]] = Counter()  # occurrences of (id, spec): duplicate ids
 
         def build() -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
-            for chunk in _chunks(enumerate(items, start=1), self.chunk_size):
+            for chunk in chunked(enumerate(items, start=1), self.chunk_size):
                 prepared = []
                 jobs: dict[tuple[str, str], _Job] = {}
                 for pos, item in chunk:
@@ -578,7 +578,7 @@ class Transformer:
 
         def build() -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
             nonlocal fields
-            for chunk in _chunks(enumerate(items, start=1), self.chunk_size):
+            for chunk in chunked(enumerate(items, start=1), self.chunk_size):
                 if fields is None:
                     first = next((it for _, it in chunk if isinstance(it, Mapping)), None)
                     if first is not None:
@@ -910,7 +910,13 @@ class _Pair:
     invalid: str | None = None
 
 
-def _chunks(it: Iterable[Any], size: int) -> Iterator[list[Any]]:
+def chunked(it: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """Lists of up to *size* consecutive items of *it*, read lazily.
+
+    Example:
+        >>> list(chunked(range(5), 2))
+        [[0, 1], [2, 3], [4]]
+    """
     iterator = iter(it)
     while chunk := list(islice(iterator, size)):
         yield chunk

@@ -56,17 +56,6 @@ def _surfaces(record: Mapping[str, Any], lineno: int, name: str) -> list[str]:
     return out
 
 
-def _chunks(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
-    chunk: list[Any] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
 @app.command(
     "rerank",
     epilog="Example: lit parse 'The dog chased the cat.' | lit rules apply -r p "
@@ -105,6 +94,7 @@ def rerank_command(
     --raw. Candidates of --chunk lines are scored in one LM batch.
     """
     from lit.generate import clean_realizations
+    from lit.pipeline import chunked
     from lit.rerank import rank_candidates
 
     name = input_path if input_path not in (None, "-") else "<stdin>"
@@ -134,7 +124,7 @@ def rerank_command(
         if reranker is not None:
             reranker.load()
         try:
-            for part in _chunks(rows(), chunk):
+            for part in chunked(rows(), chunk):
                 groups = [c for _, c, _ in part if c]
                 ranked = iter(rank_candidates(groups, reranker, top_k=top_k))
                 for rec, cands, dropped in part:
