@@ -43,7 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from lit.jsonl import read_jsonl  # noqa: E402
+from lit.formats.jsonl import read_jsonl  # noqa: E402
 from lit.rerank import Reranker  # noqa: E402
 
 

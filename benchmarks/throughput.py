@@ -60,7 +60,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from lit.ace import AceGenerator, AceParser, GenerationResult, ParseResult  # noqa: E402
+from lit.ace import AceGenerator, AceParser  # noqa: E402
+from lit.interface import GenerationResult, ParseResult  # noqa: E402
 
 _SAMPLE_EVERY = 0.05
 
@@ -220,8 +221,9 @@ def run_lit(args: argparse.Namespace, input_path: Path, out_path: Path, env: dic
 def run_baseline(args: argparse.Namespace, items: list[dict[str, Any]],
                  env: dict[str, str], ace_version: str) -> tuple[dict[str, Any], list[dict]]:
     from lit import engine
-    from lit.pipeline import Transformer, open_worker, prepare_jobs
+    from lit.pipeline import Transformer
     from lit.rerank import Reranker
+    from lit.workers import open_worker, prepare_jobs
 
     home = env["LIT_HOME"]
     n = args.readings or 10
@@ -374,8 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     env["LIT_GRAMMAR_" + args.grammar.upper().replace("-", "_")] = args.image
     ace_version = ace_version_of(args.ace, env)
 
-    lit = run_lit(args, input_path, work / "lit.jsonl", env, ace_paths_of(args.ace))
-    with open(work / "lit.jsonl", encoding="utf-8") as f:
+    lit = run_lit(args, input_path, work / "lit.formats.jsonl", env, ace_paths_of(args.ace))
+    with open(work / "lit.formats.jsonl", encoding="utf-8") as f:
         lit_records = [json.loads(line) for line in f if line.strip()]
     if len(lit_records) != len(items) * n_specs:
         raise SystemExit(f"lit wrote {len(lit_records)} records, expected "

@@ -20,8 +20,9 @@ from collections.abc import Mapping
 
 from delphin.exceptions import PyDelphinException
 
+from lit.ace import probe_version as ace_version_of
 from lit.errors import LitError
-from lit.grammar import ace_version_of, lit_home, read_registry, resolve_grammar
+from lit.grammar import lit_home, read_registry, resolve_grammar
 
 
 def check_grammar(name: str, sentence: str, env: Mapping[str, str]) -> str:

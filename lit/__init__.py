@@ -41,9 +41,11 @@ _LAZY: dict[str, str] = {
     # ACE layer and reading selection (issue #2)
     "AceParser": "lit.ace",
     "AceGenerator": "lit.ace",
-    "Reading": "lit.ace",
-    "ParseResult": "lit.ace",
-    "GenerationResult": "lit.ace",
+    "Reading": "lit.interface",
+    "ParseResult": "lit.interface",
+    "GenerationResult": "lit.interface",
+    "Parser": "lit.interface",
+    "Generator": "lit.interface",
     "select_reading": "lit.parse",
     # rules and transformations (issue #3)
     "Rule": "lit.rules",
@@ -60,8 +62,11 @@ _LAZY: dict[str, str] = {
     "Reranker": "lit.rerank",
     "Transformer": "lit.pipeline",
     "augment_nli": "lit.pipeline",
-    "Report": "lit.pipeline",
-    "NliFields": "lit.pipeline",
+    "Report": "lit.records",
+    "NliFields": "lit.records",
+    "SentenceResult": "lit.records",
+    "read_input": "lit.formats",
+    "write_output": "lit.formats",
     # throughput and scale (issue #5)
     "ParseCache": "lit.cache",
     "CachedParser": "lit.cache",

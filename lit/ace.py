@@ -36,38 +36,39 @@ Example:
     ...     result = parser.parse("The dog chased the cat.")
     >>> result.readings[0].mrs  # doctest: +SKIP
     '[ LTOP: h0 INDEX: e2 ... ]'
+
+Why this module is long: one ACE process protocol (start, version probe, line protocol,
+watchdog, restart and retry, polite shutdown) shared by the parser and the generator;
+splitting it would scatter one state machine over several files. Generic process
+supervision (stderr drain, watchdog thread) lives in :mod:`lit._process`.
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import math
 import os
 import re
 import shutil
 import subprocess
-import threading
-import time
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
+from lit._process import StderrTail as _StderrTail
+from lit._process import Watchdog as _Watchdog
 from lit.errors import ACEError
+from lit.interface import GenerationResult, ParseResult, Reading
 
 if TYPE_CHECKING:  # pragma: no cover
     from delphin.mrs import MRS
 
 __all__ = [
-    "Reading",
-    "ParseResult",
-    "GenerationResult",
-    "Parser",
-    "Generator",
+    "probe_version",
+    "compile_image",
     "AceParser",
     "AceGenerator",
     "parse_from_iterable",
@@ -99,107 +100,6 @@ _INSTALL_HINT = (
 
 
 # --------------------------------------------------------------------------
-# records
-
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """One analysis of a sentence.
-
-    *mrs* is the SimpleMRS string as ACE printed it (with character spans);
-    *derivation* is ACE's derivation tree (UDF) and *tree* its labelled
-    phrase-structure tree, when ACE reported them.
-    """
-
-    mrs: str
-    derivation: str | None = None
-    tree: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mrs": self.mrs, "derivation": self.derivation, "tree": self.tree}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Reading:
-        return cls(mrs=data["mrs"], derivation=data.get("derivation"), tree=data.get("tree"))
-
-
-@dataclass(frozen=True, slots=True)
-class ParseResult:
-    """The readings of *sentence*, best first.
-
-    No readings and no *error* means the grammar has no analysis (a
-    no-parse); *error* says why the item failed (ACE timed out, died, ...).
-    """
-
-    sentence: str
-    readings: tuple[Reading, ...] = ()
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """``True`` if the item did not fail (it may still have no readings)."""
-        return self.error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "sentence": self.sentence,
-            "readings": [r.to_dict() for r in self.readings],
-            "error": self.error,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ParseResult:
-        return cls(
-            sentence=data["sentence"],
-            readings=tuple(Reading.from_dict(r) for r in data.get("readings") or ()),
-            error=data.get("error"),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class GenerationResult:
-    """Every realization of *mrs* in the grammar's order (duplicates kept).
-
-    *mrs* is the SimpleMRS that was sent to ACE (one line, no character
-    spans). No surfaces and no *error* means the grammar realizes nothing.
-    """
-
-    mrs: str
-    surfaces: tuple[str, ...] = ()
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """``True`` if the item did not fail (it may still have no surfaces)."""
-        return self.error is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mrs": self.mrs, "surfaces": list(self.surfaces), "error": self.error}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> GenerationResult:
-        return cls(
-            mrs=data["mrs"],
-            surfaces=tuple(data.get("surfaces") or ()),
-            error=data.get("error"),
-        )
-
-
-@runtime_checkable
-class Parser(Protocol):
-    """Anything that parses a sentence into a :class:`ParseResult`."""
-
-    def parse(self, sentence: str) -> ParseResult: ...
-
-
-@runtime_checkable
-class Generator(Protocol):
-    """Anything that realizes an MRS as a :class:`GenerationResult`."""
-
-    def generate(self, mrs: MRS | str) -> GenerationResult: ...
-
-
-# --------------------------------------------------------------------------
 # helpers
 
 
@@ -214,6 +114,27 @@ def _one_line(sentence: str) -> str:
         " " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in sentence
     )
     return " ".join(cleaned.split())
+
+
+def _utf8_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """*env* with a UTF-8 character locale for ACE.
+
+    ACE reads grammar images and input as multibyte text in the locale's
+    encoding; under the C locale (cron, containers, a minimal ``env``) it
+    exits at start with "multibyte decoding failed". Unless the effective
+    ``LC_CTYPE`` already names UTF-8, ``LC_ALL=C.UTF-8`` is set.
+
+    Example:
+        >>> _utf8_environment({"LANG": "C"})["LC_ALL"]
+        'C.UTF-8'
+        >>> "LC_ALL" in _utf8_environment({"LANG": "en_US.UTF-8"})
+        False
+    """
+    out = dict(env)
+    effective = out.get("LC_ALL") or out.get("LC_CTYPE") or out.get("LANG") or ""
+    if "utf-8" not in effective.lower() and "utf8" not in effective.lower():
+        out["LC_ALL"] = "C.UTF-8"
+    return out
 
 
 def _int_seconds(value: float) -> int:
@@ -235,13 +156,21 @@ def _find_executable(executable: str | os.PathLike[str]) -> str:
     return found
 
 
-def _ace_version(
-    executable: str, env: Mapping[str, str] | None, timeout: float
-) -> tuple[int, ...]:
-    """Run ``ACE -V`` once and return the version as a tuple."""
+def probe_version(
+    executable: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 30.0,
+) -> str:
+    """Run ``ACE -V`` and return the version it reports (e.g. ``"0.9.34"``).
+
+    Raises:
+        ACEError: if the binary cannot be run, times out, or prints no
+            ``ACE version X.Y.Z`` line
+    """
     try:
         proc = subprocess.run(
-            [executable, "-V"],
+            [os.fspath(executable), "-V"],
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=timeout,
@@ -262,7 +191,40 @@ def _ace_version(
             f"{executable} -V printed no 'ACE version' line (exit code {proc.returncode}): "
             f"{head}; is it the ACE binary?"
         )
-    return tuple(int(part) for part in match.group(1).split("."))
+    return match.group(1)
+
+
+def compile_image(
+    executable: str | os.PathLike[str],
+    config: str | os.PathLike[str],
+    image: str | os.PathLike[str],
+    *,
+    timeout: float | None = None,
+) -> None:
+    """Compile the grammar whose ACE configuration is *config* into *image*.
+
+    Runs ``ACE -g CONFIG -G IMAGE`` in the directory of *config*.
+
+    Raises:
+        ACEError: ACE cannot be run, takes longer than *timeout* seconds, or
+            fails (the message has ACE's last lines of output)
+    """
+    config = Path(config).resolve()
+    cmd = [os.fspath(executable), "-g", str(config), "-G", os.fspath(image)]
+    logger.info("compiling: %s", " ".join(cmd))
+    try:
+        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout, check=False, cwd=config.parent)
+    except subprocess.TimeoutExpired as exc:
+        raise ACEError(f"compiling {config} took longer than {timeout} s") from exc
+    except OSError as exc:
+        raise ACEError(f"cannot run ACE binary {executable}: {exc.strerror or exc}") from exc
+    if proc.returncode != 0 or not Path(image).is_file():
+        tail = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()[-5:]
+        raise ACEError(
+            f"compiling {config} with {executable} failed (exit code {proc.returncode}): "
+            + (" / ".join(tail) or "no output")
+        )
 
 
 def _option_value(args: Sequence[str], name: str) -> str | None:
@@ -281,98 +243,6 @@ def _parse_version(version: str | Sequence[int]) -> tuple[int, ...]:
             raise ValueError(f"not an ACE version: {version!r}")
         return tuple(int(p) for p in match.group(0).split("."))
     return tuple(int(p) for p in version)
-
-
-class _StderrTail:
-    """Drain a process's stderr in a daemon thread, keeping the last lines.
-
-    The pipe is read continuously, so ACE can write as much as it likes
-    without ever blocking on a full pipe.
-    """
-
-    def __init__(self, stream: Any, maxlen: int = _STDERR_LINES) -> None:
-        self.lines: collections.deque[str] = collections.deque(maxlen=maxlen)
-        self._stream = stream
-        self._thread = threading.Thread(target=self._drain, name="lit-ace-stderr", daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        debug = logger.isEnabledFor(logging.DEBUG)
-        try:
-            for raw in iter(self._stream.readline, b""):
-                line = raw.decode("utf-8", errors="replace").rstrip()
-                if line:
-                    self.lines.append(line)
-                    if debug:
-                        logger.debug("ACE stderr: %s", line)
-        except (OSError, ValueError):  # stream closed under us
-            pass
-        finally:
-            try:
-                self._stream.close()
-            except OSError:
-                pass
-
-    def text(self, last: int | None = None, wait: float = 0.0) -> str:
-        """The kept lines joined by `` / `` (after waiting up to *wait* s for EOF)."""
-        if wait:
-            self._thread.join(wait)
-        lines = list(self.lines)
-        if last is not None:
-            lines = lines[-last:]
-        return " / ".join(lines)
-
-
-class _Watchdog:
-    """One daemon thread that calls *expire* when an armed deadline passes."""
-
-    def __init__(self, seconds: float, expire: Any) -> None:
-        self.seconds = seconds
-        self._expire = expire
-        self._cond = threading.Condition()
-        self._deadline: float | None = None
-        self._serial = 0
-        self._fired = -1
-        self._closed = False
-        self._thread: threading.Thread | None = None
-
-    def arm(self) -> int:
-        with self._cond:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="lit-ace-watchdog", daemon=True
-                )
-                self._thread.start()
-            self._serial += 1
-            self._deadline = time.monotonic() + self.seconds
-            self._cond.notify()
-            return self._serial
-
-    def disarm(self, serial: int) -> bool:
-        """Stop the clock; return ``True`` if it fired for *serial*."""
-        with self._cond:
-            self._deadline = None
-            self._cond.notify()
-            return self._fired == serial
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify()
-
-    def _run(self) -> None:
-        with self._cond:
-            while not self._closed:
-                if self._deadline is None:
-                    self._cond.wait()
-                    continue
-                remaining = self._deadline - time.monotonic()
-                if remaining > 0:
-                    self._cond.wait(remaining)
-                    continue
-                self._fired = self._serial
-                self._deadline = None
-                self._expire()
 
 
 class _ProcessEnded(Exception):
@@ -489,7 +359,7 @@ class _AceProcess:
         self.executable = _find_executable(executable)
         self.env: Mapping[str, str] | None = None if env is None else dict(env)
         if ace_version is None:
-            self.ace_version = _ace_version(self.executable, self.env, timeout=30.0)
+            self.ace_version = _parse_version(probe_version(self.executable, env=self.env))
         else:
             self.ace_version = _parse_version(ace_version)
         if watchdog is not None and watchdog <= 0:
@@ -562,7 +432,7 @@ class _AceProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=None if env is None else dict(env),
+                env=_utf8_environment(os.environ if env is None else env),
                 encoding="utf-8",
                 errors="replace",
                 bufsize=1,
@@ -938,7 +808,7 @@ class AceGenerator(_AceProcess):
         Failures, including an MRS that cannot be read, come back as a
         result with ``error``.
         """
-        from lit.parse import mrs_for_generation
+        from lit.mrs import mrs_for_generation
 
         try:
             line = mrs_for_generation(mrs)

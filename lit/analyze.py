@@ -43,7 +43,9 @@ from delphin.codecs import simplemrs
 from delphin.mrs import EP, MRS, MRSSyntaxError
 
 from lit.errors import InputError
-from lit.jsonl import Skipped, read_lines
+from lit.formats.jsonl import Skipped, read_lines
+from lit.mrs import index_ep, outscoping_eps
+from lit.transform import Semantics, is_cleft, is_modal, is_negated, is_passive, wrappers
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -53,7 +55,6 @@ __all__ = [
     "Analysis",
     "TENSES",
     "features",
-    "index_ep",
     "analyze_parsed",
     "analyze_sentences",
     "read_input",
@@ -111,10 +112,6 @@ class Features:
         return cls(**{k: d[k] for k in cls.__slots__ if k in d})
 
 
-def _is_verb(ep: EP) -> bool:
-    return _predicate.split(ep.predicate)[1] == "v"
-
-
 def _sense(ep: EP) -> str | None:
     return _predicate.split(ep.predicate)[2]
 
@@ -123,104 +120,21 @@ def _is_var(value: Any, sort: str) -> bool:
     return isinstance(value, str) and value[:1] == sort and value[1:].isdigit()
 
 
-def index_ep(m: MRS) -> EP | None:
-    """The non-quantifier EP whose ARG0 is the INDEX of *m*, or ``None``.
-
-    When several EPs qualify, the first verbal one is preferred.
-
-    Example:
-        >>> m = simplemrs.decode(
-        ...     '[ TOP: h0 INDEX: e2 RELS: < [ _bark_v_1 LBL: h1 ARG0: e2 ARG1: x3 ] '
-        ...     '[ udef_q LBL: h4 ARG0: x3 RSTR: h5 BODY: h6 ] [ _dog_n_1 LBL: h7 ARG0: x3 ] > '
-        ...     'HCONS: < h0 qeq h1 h5 qeq h7 > ]')
-        >>> index_ep(m).predicate
-        '_bark_v_1'
-    """
-    candidates = [ep for ep in m.rels if ep.iv == m.index and not ep.is_quantifier()]
-    for ep in candidates:
-        if _is_verb(ep):
-            return ep
-    return candidates[0] if candidates else None
-
-
-class _Scopes:
-    """Handle plumbing of one MRS: which EPs sit at a label, who points at it."""
-
-    __slots__ = ("m", "at_label", "qeq_lo")
-
-    def __init__(self, m: MRS) -> None:
-        self.m = m
-        self.at_label: dict[str, list[EP]] = {}
-        for ep in m.rels:
-            self.at_label.setdefault(ep.label, []).append(ep)
-        self.qeq_lo = {hc.hi: hc.lo for hc in m.hcons if hc.relation == "qeq"}
-
-    def target(self, handle: str) -> str:
-        return self.qeq_lo.get(handle, handle)
-
-    def scopal_args(self, ep: EP) -> list[tuple[str, str]]:
-        """(role, label pointed at) for each handle argument of a non-quantifier *ep*."""
-        if ep.is_quantifier():
-            return []
-        return [
-            (role, self.target(value))
-            for role, value in ep.args.items()
-            if _is_var(value, "h")
-        ]
-
-    def outscopers(self, label: str) -> list[EP]:
-        """EPs that take *label* (transitively, upward) as a scopal argument."""
-        out: list[EP] = []
-        seen = {label}
-        frontier = [label]
-        while frontier:
-            current = frontier.pop()
-            for ep in self.m.rels:
-                if any(target == current for _, target in self.scopal_args(ep)):
-                    if ep not in out:
-                        out.append(ep)
-                    if ep.label not in seen:
-                        seen.add(ep.label)
-                        frontier.append(ep.label)
-        return out
-
-    def embedded_verbs(self, ep: EP) -> list[EP]:
-        """Walk down from a modal/cleft/neg *ep* to the verb it embeds."""
-        chain: list[EP] = []
-        seen: set[str] = set()
-        current: EP | None = ep
-        while current is not None and _is_wrapper(current) and current.label not in seen:
-            seen.add(current.label)
-            nxt: EP | None = None
-            for _, label in self.scopal_args(current):
-                eps = [e for e in self.at_label.get(label, []) if e is not current]
-                eps = [e for e in eps if not e.is_quantifier() and _is_var(e.iv, "e")]
-                pick = next((e for e in eps if _is_wrapper(e)), None) or next(
-                    (e for e in eps if _is_verb(e)), None
-                )
-                if pick is not None:
-                    nxt = pick
-                    break
-            if nxt is not None:
-                chain.append(nxt)
-            current = nxt
-        return chain
-
-
-def _is_wrapper(ep: EP) -> bool:
-    return ep.predicate == "neg" or _sense(ep) in ("modal", "itcleft")
-
-
 def _yes(props: Mapping[str, str], name: str) -> bool:
     return props.get(name, "").strip() == "+"
 
 
-def features(m: MRS, *, negation: str = "neg") -> Features:
+def features(m: MRS, semantics: Any = None) -> Features:
     """Read the phenomena of :mod:`lit.analyze` off *m*.
+
+    The clause structure (wrappers, target verb, passive, negation) is
+    read with the same definitions the rules use (:mod:`lit.transform`).
 
     Args:
         m: an MRS
-        negation: the predicate of sentential negation
+        semantics: the grammar's conventions: a
+            :class:`~lit.transform.Semantics`, a grammar profile, or its
+            ``[semantics]`` mapping (default: ERG 1214's)
     Returns:
         the :class:`Features` of *m*
 
@@ -235,6 +149,7 @@ def features(m: MRS, *, negation: str = "neg") -> Features:
         >>> f.tense, f.progressive, f.negation, f.question, f.passive
         ('past', True, True, True, False)
     """
+    sem = Semantics() if semantics is None else Semantics.from_profile(semantics)
     props = m.variables.get(m.index, {}) if m.index else {}
     raw = props.get("TENSE", "untensed").strip().lower() or "untensed"
     tense = _TENSE_NAMES.get(raw, raw)
@@ -243,27 +158,21 @@ def features(m: MRS, *, negation: str = "neg") -> Features:
     if ep is None:
         return Features(tense=tense, question=question,
                         progressive=_yes(props, "PROG"), perfect=_yes(props, "PERF"))
-    scopes = _Scopes(m)
-    down = scopes.embedded_verbs(ep)
-    chain = [ep, *down]
-    up = scopes.outscopers(ep.label)
-    for e in down:
-        up.extend(x for x in scopes.outscopers(e.label) if x not in up)
-    context = chain + [e for e in up if e not in chain]
-    main = chain[-1]
+    path, target = wrappers(m, sem)
+    main = target if target is not None else ep
+    chain = [*path, main] if main not in path else path
+    context = list(chain)
+    for e in chain:
+        context.extend(x for x in outscoping_eps(m, e.label) if x not in context)
     events = [props] + [m.variables.get(e.iv, {}) for e in chain if _is_var(e.iv, "e")]
-    passive = any(
-        e.predicate == "parg_d" and (e.args.get("ARG1") == main.iv or e.label == main.label)
-        for e in m.rels
-    ) or any(ic.left == main.iv and ic.relation.lower() == "topic" for ic in m.icons)
     return Features(
         tense=tense,
         progressive=any(_yes(ev, "PROG") for ev in events),
         perfect=any(_yes(ev, "PERF") for ev in events),
-        modality=any(_sense(e) == "modal" for e in context),
-        negation=any(e.predicate == negation for e in context),
-        passive=passive,
-        cleft=any(_sense(e) == "itcleft" for e in context),
+        modality=any(is_modal(e, sem) for e in context),
+        negation=is_negated(m, sem) or any(e.predicate == sem.negation for e in context),
+        passive=is_passive(m, main, sem),
+        cleft=any(is_cleft(e, sem) for e in context),
         question=question,
         index_predicate=ep.predicate,
     )
@@ -408,7 +317,7 @@ def analyze_parsed(
     records: Iterable[Mapping[str, Any] | tuple[int, Mapping[str, Any]]],
     *,
     dedupe: bool = True,
-    negation: str = "neg",
+    semantics: Any = None,
 ) -> Analysis:
     """Count phenomena over ``lit parse`` records.
 
@@ -422,7 +331,7 @@ def analyze_parsed(
     Args:
         records: parse records, or ``(lineno, record)`` pairs
         dedupe: count each distinct ``sentence`` once
-        negation: the predicate of sentential negation
+        semantics: the grammar's conventions (see :func:`features`)
     """
     c = _Counter(dedupe)
     for n, entry in enumerate(records, start=1):
@@ -448,7 +357,7 @@ def analyze_parsed(
             c.not_parsed["bad-mrs"] += 1
             continue
         c.reading[how] += 1
-        c.add(features(m, negation=negation))
+        c.add(features(m, semantics))
     return c.result()
 
 
@@ -457,7 +366,7 @@ def analyze_sentences(
     parser: Any,
     *,
     dedupe: bool = True,
-    negation: str = "neg",
+    semantics: Any = None,
     on_sentence: Callable[[], Any] | None = None,
 ) -> Analysis:
     """Parse *sentences* with *parser* and count phenomena in the first reading.
@@ -482,7 +391,7 @@ def analyze_sentences(
             yield {"sentence": sentence, "readings": readings, "selected": None,
                    "error": result.error}
 
-    return analyze_parsed(records(), dedupe=dedupe, negation=negation)
+    return analyze_parsed(records(), dedupe=dedupe, semantics=semantics)
 
 
 def _mrs_text(mrs: Any) -> str:

@@ -58,6 +58,7 @@ __all__ = [
     "CachedParser",
     "canonical_options",
     "default_cache_path",
+    "open_cache",
     "is_cacheable",
     "parser_cache_key",
     "DETERMINISTIC_ERRORS",
@@ -380,7 +381,7 @@ class _Parser(Protocol):
 
 
 def _decode_parse_result(data: dict[str, Any]) -> Any:
-    from lit.ace import ParseResult  # lit.ace is imported only when a hit needs it
+    from lit.interface import ParseResult
 
     return ParseResult.from_dict(data)
 
@@ -468,3 +469,37 @@ class CachedParser:
     def stats(self) -> dict[str, int]:
         """``{"hits": ..., "misses": ..., "stored": ...}``."""
         return {"hits": self.hits, "misses": self.misses, "stored": self.stored}
+
+
+def open_cache(path: str | os.PathLike[str] | None = None, *,
+               env: Mapping[str, str] | None = None) -> ParseCache | None:
+    """The parse cache of a run: at *path*, else ``LIT_CACHE`` in *env*, else
+    :func:`default_cache_path` under the lit home (``LIT_HOME`` in *env*).
+
+    A location the user named (*path* or ``LIT_CACHE``) must work. Where the
+    default location cannot be written (a read-only or shared lit home, as
+    in the container image) the cache is off, with a warning, and ``None``
+    is returned.
+    """
+    env = {} if env is None else env
+    named = path if path is not None else env.get("LIT_CACHE") or None
+    if named is not None:
+        return ParseCache(named)
+    from lit.grammar import lit_home
+
+    default = default_cache_path(lit_home(env))
+    if not _writable(default):
+        logger.warning("parse cache off: %s is not writable; set LIT_CACHE or pass "
+                       "--cache PATH (--no-cache silences this)", default)
+        return None
+    return ParseCache(default)
+
+
+def _writable(path: Path) -> bool:
+    """Whether *path* (a file, maybe not yet there) can be created or written."""
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return os.access(parent, os.W_OK | os.X_OK)

@@ -37,14 +37,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from lit.errors import InputError, SpecError
+from lit.records import STATUSES
 from lit.spec import UNTOUCHED, parse_spec
 
 __all__ = ["contrast_sets", "item_id", "perturbation", "STATUSES"]
 
 logger = logging.getLogger(__name__)
-
-#: the values of a transform record's ``status`` field
-STATUSES = ("ok", "skipped", "error")
 
 # item fields copied from an NLI transform record
 _NLI_FIELDS = ("sentence1", "sentence2", "gold_label", "label_rule")
@@ -207,7 +205,7 @@ def contrast_sets(
 
     *records* are ``lit transform`` NLI or plain-text records (see
     docs/DESIGN.md), or ``(lineno, record)`` pairs as yielded by
-    :func:`lit.jsonl.read_jsonl`, so that errors name the line.
+    :func:`lit.formats.jsonl.read_jsonl`, so that errors name the line.
 
     ``lit transform`` writes the records of one original next to each
     other, so by default (*adjacent* is ``True``) sets are yielded as soon

@@ -31,6 +31,10 @@ Example:
     ...     return x * x
     >>> [o.value for o in ordered_map(square, range(5), workers=1)]
     [0, 1, 4, 9, 16]
+
+Why this module is long: the order-preserving bounded pool handles worker start
+failures, crashes, retries and log forwarding; the parts depend on one another's
+state.
 """
 
 from __future__ import annotations

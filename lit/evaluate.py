@@ -37,6 +37,9 @@ without a prediction is removed from its set, and a set whose original has
 no prediction (or that has no item left) is not evaluated. With
 ``missing="wrong"`` a missing prediction counts as an incorrect prediction
 that agrees with no other prediction.
+
+Why this module is long: evaluation metrics per phenomenon, reading predictions and
+the result table/plot belong together; each part is a few small functions.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 
 from lit.contrast import contrast_sets, item_id
 from lit.errors import InputError, LitError
-from lit.jsonl import Skipped, read_jsonl
+from lit.formats.jsonl import Skipped, read_jsonl
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.table import Table
@@ -76,26 +79,7 @@ MissingPolicy = Literal["exclude", "wrong"]
 #: the phenomena of lit's built-in rules, in display order
 PHENOMENA = ("tense", "aspect", "modality", "negation", "question", "cleft", "passive", "swap")
 
-# rule name or alias -> phenomenon (None: the identity), used when the rules
-# registry (lit.rules) is unavailable or does not know a token
-_FALLBACK: dict[str, str | None] = {
-    "o": None, "original": None, "identity": None,
-    "p": "tense", "past": "tense",
-    "pr": "tense", "present": "tense",
-    "f": "tense", "future": "tense",
-    "prog": "aspect", "progressive": "aspect",
-    "perf": "aspect", "perfect": "aspect",
-    "m": "modality", "may": "modality",
-    "n": "negation", "negation": "negation",
-    "q": "question", "question": "question",
-    "i": "cleft", "itcleft_arg1": "cleft",
-    "i2": "cleft", "itcleft_arg2": "cleft",
-    "pa": "passive", "passive": "passive",
-    "s": "swap", "swap": "swap",
-}  # fmt: skip
-
-# phenomenon names of the rules registry -> the names lit reports (so that
-# results are the same with and without the registry)
+# phenomenon names of the rules registry -> the names lit reports
 _RENAME = {"voice": "passive", "argument": "swap", "it-cleft": "cleft", "itcleft": "cleft",
            "modal": "modality"}
 
@@ -272,66 +256,52 @@ def read_predictions(
     return out
 
 
-def phenomenon_resolver(*, use_registry: bool = True) -> Callable[[str], str | None]:
+def phenomenon_resolver(rules: Any = None) -> Callable[[str], str | None]:
     """Return a function mapping a rule name or alias to its phenomenon.
 
-    The rules registry (:meth:`lit.rules.RuleSet.load`) is used when it
-    can be loaded and knows the token; otherwise a built-in table of lit's
-    aliases (``o p pr f prog perf m n q i i2 pa s`` and their long names).
-    The registry's phenomenon names ``voice`` and ``argument`` are reported
-    as ``passive`` and ``swap``, so results do not depend on which source
-    answered. The identity (``o``) maps to ``None``; an unknown token maps
-    to ``"other"`` (with a warning).
+    Phenomena come from the rules registry (*rules*, default
+    :meth:`lit.rules.RuleSet.load`), the one place rule metadata lives. The
+    registry's phenomenon names ``voice``, ``argument`` and ``it-cleft`` are
+    reported as ``passive``, ``swap`` and ``cleft`` (:data:`PHENOMENA`). The
+    identity (``o``) maps to ``None``; a token the registry does not know
+    (also ``m:can`` style variants, looked up by their base ``m``) maps to
+    ``"other"``, with a warning.
 
     Example:
-        >>> resolve = phenomenon_resolver(use_registry=False)
+        >>> resolve = phenomenon_resolver()
         >>> [resolve(t) for t in ("f", "prog", "i2", "o")]
         ['tense', 'aspect', 'cleft', None]
     """
-    ruleset: Any = None
-    if use_registry:
-        try:
-            from lit.rules import RuleSet  # noqa: PLC0415
+    if rules is None:
+        from lit.rules import RuleSet  # noqa: PLC0415
 
-            ruleset = RuleSet.load()
-        except (ImportError, AttributeError, LitError) as exc:
-            logger.info("rules registry unavailable (%s); using built-in phenomena", exc)
+        rules = RuleSet.load()
     cache: dict[str, str | None] = {}
     warned: set[str] = set()
 
+    def lookup(token: str) -> tuple[bool, str | None]:
+        try:
+            rule = rules.get(token)
+        except (LitError, KeyError, LookupError):
+            return False, None
+        ph = str(rule.phenomenon).lower() if rule.phenomenon else None
+        if ph in (_IDENTITY, "original", "none", None):
+            return True, None
+        return True, _RENAME.get(ph, ph)
+
     def resolve(token: str) -> str | None:
         token = token.strip()
-        if token in cache:
-            return cache[token]
-        value: str | None
-        found = False
-        value = None
-        if ruleset is not None:
-            try:
-                rule = ruleset.get(token)
-            except (LitError, KeyError, LookupError):
-                rule = None
-            if rule is not None:
-                found = True
-                ph = getattr(rule, "phenomenon", None)
-                value = str(ph).lower() if ph else None
-                if value in (_IDENTITY, "original", "none"):
-                    value = None
-                elif value is not None:
-                    value = _RENAME.get(value, value)
-        if not found:
-            base = token.split(":", 1)[0]  # m:can -> m
-            if token in _FALLBACK:
-                value = _FALLBACK[token]
-            elif base in _FALLBACK:
-                value = _FALLBACK[base]
-            else:
+        if token not in cache:
+            found, value = lookup(token)
+            if not found:
+                found, value = lookup(token.split(":", 1)[0])  # m:can -> m
+            if not found:
                 if token not in warned:
                     logger.warning("unknown rule %r: counted under phenomenon 'other'", token)
                     warned.add(token)
                 value = "other"
-        cache[token] = value
-        return value
+            cache[token] = value
+        return cache[token]
 
     return resolve
 
@@ -416,7 +386,7 @@ def evaluate(
         ...          "items": [{"id": "a:n;o", "spec": "n;o", "gold_label": "contradiction",
         ...                     "perturbation": {"premise": "n", "hypothesis": "o"}}]}]
         >>> ev = evaluate(sets, {"a": "neutral", "a:n;o": "neutral"},
-        ...               resolve=phenomenon_resolver(use_registry=False))
+        ...               resolve=phenomenon_resolver())
         >>> ev.overall.acc_ori, ev.overall.acc_ctr, ev.overall.consistency
         (1.0, 0.0, 1.0)
     """

@@ -23,19 +23,23 @@ Example:
     'parg_d'
     >>> grammar_env_var("erg-1214")
     'LIT_GRAMMAR_ERG_1214'
+
+Why this module is long: profiles (TOML schema and validation), the registry of
+installed files and resolution with environment overrides are one concept, a grammar's
+identity; each part is small, and they share the validation helpers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 import platform as _platform
 import re
-import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -49,7 +53,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from lit._fs import create_temp_file
-from lit.errors import ACEError, ChecksumError, GrammarError
+from lit.errors import ChecksumError, GrammarError
 
 __all__ = [
     "PLATFORMS",
@@ -70,7 +74,7 @@ __all__ = [
     "register",
     "unregister",
     "resolve_grammar",
-    "ace_version_of",
+    "with_checksum",
     "file_sha256",
     "now_iso",
 ]
@@ -315,6 +319,19 @@ class Grammar:
 
 # --------------------------------------------------------------------------
 # places
+
+
+def with_checksum(g: Grammar) -> Grammar:
+    """*g* with its image's sha256 filled in (computed once, if not known).
+
+    Example:
+        >>> g = Grammar(load_profile("erg-1214"), Path("x.dat"), None, "env", "ab12", None)
+        >>> with_checksum(g) is g
+        True
+    """
+    if g.image_sha256 is not None:
+        return g
+    return dataclasses.replace(g, image_sha256=file_sha256(g.image))
 
 
 def lit_home(env: Mapping[str, str] | None = None) -> Path:
@@ -766,32 +783,3 @@ def _verify(name: str, what: str, path: Path, expected: str, entry: Installation
         )
 
 
-def ace_version_of(binary: str | os.PathLike[str], *, timeout: float = 30.0) -> str:
-    """Run ``ACE -V`` and return the version it reports (e.g. ``0.9.34``).
-
-    Raises:
-        ACEError: if the binary cannot be run, times out, or prints no
-        ``ACE version X.Y.Z`` line
-    """
-    cmd = [os.fspath(binary), "-V"]
-    try:
-        proc = subprocess.run(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ACEError(f"{binary} -V did not answer within {timeout:g} s") from exc
-    except OSError as exc:
-        raise ACEError(f"cannot run ACE binary {binary}: {exc.strerror or exc}") from exc
-    output = (proc.stdout + proc.stderr).decode("utf-8", errors="replace")
-    match = _ACE_VERSION_RE.search(output)
-    if match is None:
-        head = output.strip().splitlines()[:2]
-        raise ACEError(
-            f"{binary} -V printed no 'ACE version' line (exit code {proc.returncode}): "
-            f"{' / '.join(head) or 'no output'}; is it the ACE binary?"
-        )
-    return match.group(1)

@@ -14,6 +14,10 @@ Layout under ``$LIT_HOME``::
     grammars/<name>/<image>.dat      downloaded or compiled images
     ace/<version>/ace                ACE binaries for this platform
     ace/<version>-<platform>/ace     ... for another platform (--platform)
+
+Why this module is long: download, checksum, safe extraction and atomic placement
+are one transaction (a failed install leaves nothing behind), shared by install, add
+and compile.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import os
 import posixpath
 import shutil
 import stat
-import subprocess
 import tarfile
 import tempfile
 import urllib.error
@@ -36,12 +39,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 from lit._fs import create_temp_file
+from lit.ace import compile_image
+from lit.ace import probe_version as probe_ace_version
 from lit.errors import ACEError, ChecksumError, GrammarError, InstallError
 from lit.grammar import (
     Download,
     GrammarProfile,
     Installation,
-    ace_version_of,
     current_platform,
     file_sha256,
     load_profile,
@@ -520,7 +524,7 @@ def _unpack_ace(raw: Path, dl: Download, scratch: Path, dest: Path) -> None:
 
 def _try_ace_version(binary: Path) -> str | None:
     try:
-        return ace_version_of(binary)
+        return probe_ace_version(binary)
     except ACEError as exc:
         logger.warning("could not check the ACE version: %s", exc)
         return None
@@ -561,7 +565,7 @@ def add_grammar(
     ace_path = _existing_file(ace, "ACE binary") if ace is not None else None
     ace_version = None
     if ace_path is not None:
-        ace_version = ace_version_of(ace_path)
+        ace_version = probe_ace_version(ace_path)
         if ace_version != profile.ace_version:
             logger.warning(
                 "ACE %s is %s, but the profile of %s names ACE %s; an image only runs "
@@ -618,29 +622,18 @@ def compile_grammar(
             f"{config} not found: --source must be a grammar checkout containing ace/config.tdl"
         )
     ace_path = _existing_file(ace, "ACE binary")
-    ace_version = ace_version_of(ace_path)
+    ace_version = probe_ace_version(ace_path)
     home.mkdir(parents=True, exist_ok=True)
     with _staging(home) as staging:
         built = staging / "grammar"
         built.mkdir()
         out = built / f"{name}.dat"
-        cmd = [str(ace_path), "-g", str(config.resolve()), "-G", str(out)]
-        logger.info("compiling %s: %s", name, " ".join(cmd))
         try:
-            proc = subprocess.run(
-                cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
-                check=False, cwd=config.parent,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise InstallError(f"compiling {name} took longer than {timeout} s") from exc
-        except OSError as exc:
-            raise ACEError(f"cannot run ACE binary {ace_path}: {exc.strerror or exc}") from exc
-        if proc.returncode != 0 or not out.is_file():
-            tail = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()[-5:]
-            raise InstallError(
-                f"compiling {name} with {ace_path} failed (exit code {proc.returncode}): "
-                + (" / ".join(tail) or "no output")
-            )
+            compile_image(ace_path, config, out, timeout=timeout)
+        except ACEError as exc:
+            if "cannot run" in str(exc):
+                raise
+            raise InstallError(f"compiling {name} failed: {exc}") from exc
         placement = _Placement(staging)
         final_image = home / "grammars" / name / out.name
         entry = Installation(

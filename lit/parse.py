@@ -1,4 +1,4 @@
-"""Reading selection and reading formats.
+"""Reading selection: which of a sentence's readings the later stages use.
 
 A parse yields several readings; the rest of lit works on one of them, the
 *selected* reading. Two selection methods exist:
@@ -15,9 +15,6 @@ A parse yields several readings; the rest of lit works on one of them, the
     case-insensitively, with runs of whitespace collapsed and final
     punctuation ignored (:func:`same_surface`).
 
-Also here: removing character spans (:func:`strip_lnk`) and converting a
-reading to DMRS JSON (:func:`to_dmrs_json`).
-
 Example:
     >>> same_surface("A dog chases  a cat.", "a dog chases a cat")
     True
@@ -27,137 +24,30 @@ from __future__ import annotations
 
 import logging
 import unicodedata
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
-from delphin import predicate
-from delphin.codecs import simplemrs
-from delphin.exceptions import PyDelphinSyntaxError
-from delphin.mrs import EP, MRS, RESTRICTION_ROLE
+from delphin.mrs import MRS
 
-from lit.errors import InputError
-from lit.jsonl import Skipped, _json_object, _source_name, read_lines
+from lit.mrs import decode_mrs, index_ep, is_verbal, strip_lnk
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lit.ace import Generator, ParseResult
+    from lit.interface import Generator, ParseResult
 
 __all__ = [
     "SelectMethod",
     "SELECT_METHODS",
-    "decode_mrs",
-    "strip_lnk",
-    "mrs_for_generation",
-    "to_dmrs_json",
-    "index_ep",
     "is_candidate",
-    "normalize_surface",
+    "surface_key",
     "same_surface",
     "roundtrips",
     "select_reading",
-    "SentenceItem",
-    "MrsItem",
-    "read_sentences",
-    "parse_record",
-    "read_mrs_inputs",
 ]
 
 logger = logging.getLogger(__name__)
 
 SelectMethod = Literal["first", "roundtrip"]
 SELECT_METHODS: tuple[str, ...] = ("first", "roundtrip")
-
-
-def decode_mrs(m: MRS | str) -> MRS:
-    """*m* as an :class:`~delphin.mrs.MRS` (decoding SimpleMRS strings).
-
-    Raises:
-        ValueError: if *m* is not readable SimpleMRS
-    """
-    if isinstance(m, MRS):
-        return m
-    if not isinstance(m, str):
-        raise ValueError(f"expected an MRS or a SimpleMRS string, not {type(m).__name__}")
-    try:
-        return simplemrs.decode(m)
-    except PyDelphinSyntaxError as exc:
-        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else "syntax error"
-        offset = getattr(exc, "offset", None)
-        if offset is not None:
-            reason += f" at character {offset}"
-    except StopIteration:  # PyDelphin's lexer runs out of tokens
-        reason = "unexpected end of input"
-    text = m if len(m) <= 80 else m[:77] + "..."
-    raise ValueError(f"{reason}: {text!r}")
-
-
-def strip_lnk(m: MRS) -> MRS:
-    """A copy of *m* without character spans (on the MRS and every EP).
-
-    Example:
-        >>> m = decode_mrs("[ TOP: h0 INDEX: e2 RELS: < [ _rain_v_1<3:9> LBL: h1 ARG0: e2 ] >"
-        ...                " HCONS: < h0 qeq h1 > ]")
-        >>> simplemrs.encode(strip_lnk(m))
-        '[ TOP: h0 INDEX: e2 RELS: < [ _rain_v_1 LBL: h1 ARG0: e2 ] > HCONS: < h0 qeq h1 > ]'
-    """
-    rels = [EP(ep.predicate, ep.label, args=dict(ep.args)) for ep in m.rels]
-    return MRS(
-        top=m.top,
-        index=m.index,
-        rels=rels,
-        hcons=list(m.hcons),
-        icons=list(m.icons),
-        variables={v: dict(props) for v, props in m.variables.items()},
-    )
-
-
-def mrs_for_generation(m: MRS | str) -> str:
-    """*m* as the one-line SimpleMRS (no spans, all properties) sent to ACE.
-
-    Raises:
-        ValueError: if *m* is not readable SimpleMRS
-    """
-    return simplemrs.encode(decode_mrs(m), properties=True, lnk=False)
-
-
-def to_dmrs_json(m: MRS | str) -> dict[str, Any]:
-    """*m* converted to DMRS, as the JSON object of :mod:`delphin.codecs.dmrsjson`.
-
-    PyDelphin's warnings about parts that have no DMRS counterpart (e.g. a
-    broken handle constraint) are logged, not printed.
-
-    Raises:
-        ValueError: if *m* is not readable SimpleMRS
-    """
-    from delphin import dmrs
-    from delphin.codecs import dmrsjson
-
-    decoded = decode_mrs(m)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        d = dmrs.from_mrs(decoded)
-    for w in caught:
-        logger.info("DMRS conversion: %s", w.message)
-    return dmrsjson.to_dict(d)
-
-
-def index_ep(m: MRS) -> EP | None:
-    """The first non-quantifier EP whose ARG0 is the INDEX of *m*, if any."""
-    for ep in m.rels:
-        if ep.iv == m.index and RESTRICTION_ROLE not in ep.args:
-            return ep
-    return None
-
-
-def _is_verbal(pred: str) -> bool:
-    if not predicate.is_surface(pred):
-        return False
-    try:
-        _, pos, _ = predicate.split(pred)
-    except ValueError:
-        return False
-    return pos == "v"
 
 
 def is_candidate(m: MRS) -> bool:
@@ -174,19 +64,19 @@ def is_candidate(m: MRS) -> bool:
     if any(ep.predicate == "unknown" for ep in m.rels):
         return False
     ep = index_ep(m)
-    return ep is not None and _is_verbal(ep.predicate)
+    return ep is not None and is_verbal(ep)
 
 
 # control characters are sent to ACE as spaces (lit.ace), so compare them as spaces
 _CONTROL = str.maketrans({c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]})
 
 
-def normalize_surface(s: str) -> str:
+def surface_key(s: str) -> str:
     """*s* case-folded, control characters and whitespace runs collapsed to
     one space, final punctuation removed.
 
     Example:
-        >>> normalize_surface("  The dog  chased\x07 the cat. ")
+        >>> surface_key("  The dog  chased\x07 the cat. ")
         'the dog chased the cat'
     """
     text = " ".join(s.translate(_CONTROL).split()).casefold()
@@ -197,8 +87,8 @@ def normalize_surface(s: str) -> str:
 
 
 def same_surface(a: str, b: str) -> bool:
-    """``True`` if *a* and *b* are the same sentence up to :func:`normalize_surface`."""
-    return normalize_surface(a) == normalize_surface(b)
+    """``True`` if *a* and *b* are the same sentence up to :func:`surface_key`."""
+    return surface_key(a) == surface_key(b)
 
 
 def roundtrips(reading: MRS | str, sentence: str, generator: Generator) -> bool:
@@ -210,8 +100,8 @@ def roundtrips(reading: MRS | str, sentence: str, generator: Generator) -> bool:
     if result.error:
         logger.info("round trip of a reading of %r failed: %s", sentence, result.error)
         return False
-    target = normalize_surface(sentence)
-    return any(normalize_surface(s) == target for s in result.surfaces)
+    target = surface_key(sentence)
+    return any(surface_key(s) == target for s in result.surfaces)
 
 
 def select_reading(
@@ -260,192 +150,3 @@ def select_reading(
     return None
 
 
-# --------------------------------------------------------------------------
-# records in and out (the JSONL of `lit parse` / `lit generate`)
-
-
-@dataclass(frozen=True, slots=True)
-class SentenceItem:
-    """One input item for parsing: *sentence* is ``None`` when *error* says why."""
-
-    id: Any
-    sentence: str | None
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MrsItem:
-    """One input item for generation: *mrs* is ``None`` when *error* says why.
-
-    *extra* holds fields carried over to the output (``sentence``, ``chain``,
-    ``reading``).
-    """
-
-    id: Any
-    mrs: str | None
-    error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _input_lines(
-    source: Any, name: str, on_error: str
-) -> Iterator[tuple[int, str | dict[str, Any] | None, str | None]]:
-    """Yield ``(lineno, value, error)`` for each non-blank line of *source*.
-
-    *value* is the stripped text of a plain line, or the JSON object on a
-    line that starts with ``{``. A line that cannot be read raises
-    :class:`~lit.errors.InputError`, or with ``on_error="skip"`` comes with
-    *value* ``None`` and the reason in *error*.
-    """
-    skip = on_error == "skip"
-    for lineno, line in read_lines(source, on_error="skip" if skip else "fail"):
-        if isinstance(line, Skipped):
-            yield lineno, None, f"invalid input: {line.reason}"
-        elif not line.strip():
-            continue
-        elif not line.lstrip().startswith("{"):
-            yield lineno, line.strip(), None
-        else:
-            obj = _json_object(line, name, lineno, skip=skip)
-            if isinstance(obj, str):
-                yield lineno, None, f"invalid input: {obj}"
-            else:
-                yield lineno, obj, None
-
-
-def read_sentences(source: Any, *, on_error: str = "fail") -> Iterator[SentenceItem]:
-    """Yield a :class:`SentenceItem` per sentence in *source*.
-
-    *source* is a path, an open text stream, or ``None``/``"-"`` for stdin.
-    Lines of plain text are sentences with their line number as id; a line
-    that starts with ``{`` is a JSON object whose ``sentence`` (or ``text``)
-    is parsed and whose ``id`` is kept (default: the line number). Blank
-    lines are not items. A line that cannot be read raises
-    :class:`~lit.errors.InputError` naming file and line, or with
-    ``on_error="skip"`` becomes an item with the reason in ``error``.
-    """
-    name = _source_name(source)
-    for lineno, obj, error in _input_lines(source, name, on_error):
-        if obj is None:
-            yield SentenceItem(lineno, None, error)
-            continue
-        if isinstance(obj, str):
-            yield SentenceItem(lineno, obj)
-            continue
-        item_id = obj.get("id", lineno)
-        text = obj.get("sentence", obj.get("text"))
-        if not isinstance(text, str):
-            reason = "no 'sentence' or 'text' string in the JSON object"
-            if on_error != "skip":
-                raise InputError(reason, filename=name, lineno=lineno)
-            yield SentenceItem(item_id, None, f"invalid input: {reason}")
-            continue
-        yield SentenceItem(item_id, text)
-
-
-def parse_record(
-    item_id: Any,
-    result: ParseResult,
-    selected: int | None,
-    *,
-    dmrs: bool = False,
-    tree: bool = False,
-) -> dict[str, Any]:
-    """The ``lit parse`` JSON object for *result*.
-
-    A sentence without readings and without a failure gets the error
-    ``"no parse"`` (as in the recorded reference data).
-    """
-    readings = []
-    for reading in result.readings:
-        out: dict[str, Any] = {"mrs": reading.mrs}
-        if dmrs:
-            try:
-                out["dmrs"] = to_dmrs_json(reading.mrs)
-            except ValueError as exc:
-                logger.warning("item %s: no DMRS for a reading: %s", item_id, exc)
-                out["dmrs"] = None
-        if tree:
-            out["tree"] = reading.tree
-            out["derivation"] = reading.derivation
-        readings.append(out)
-    error = result.error
-    if error is None and not readings:
-        error = "no parse"
-    return {
-        "id": item_id,
-        "sentence": result.sentence,
-        "readings": readings,
-        "selected": selected,
-        "error": error,
-    }
-
-
-def read_mrs_inputs(
-    source: Any, *, all_readings: bool = False, on_error: str = "fail"
-) -> Iterator[MrsItem]:
-    """Yield a :class:`MrsItem` per MRS to generate from in *source*.
-
-    A line is SimpleMRS (its id is the line number), ``lit parse`` JSONL
-    (the ``selected`` reading, or every reading with *all_readings*), or a
-    JSON object with an ``mrs`` field (``lit rules apply`` output; a
-    ``null`` mrs carries its ``reason``). Items that have nothing to
-    generate from carry the reason in ``error``; nothing is dropped.
-    """
-    name = _source_name(source)
-    for lineno, obj, error in _input_lines(source, name, on_error):
-        if obj is None:
-            yield MrsItem(lineno, None, error)
-            continue
-        if isinstance(obj, str):
-            yield MrsItem(lineno, obj)
-            continue
-        item_id = obj.get("id", lineno)
-        extra: dict[str, Any] = {k: obj[k] for k in ("sentence", "chain") if k in obj}
-        if "readings" in obj and isinstance(obj["readings"], list):
-            yield from _parse_output_items(item_id, obj, extra, all_readings)
-        elif "mrs" in obj:
-            mrs = obj["mrs"]
-            if isinstance(mrs, str):
-                yield MrsItem(item_id, mrs, None, extra)
-            else:
-                reason = obj.get("reason") or obj.get("error") or "no MRS in the input"
-                yield MrsItem(item_id, None, str(reason), extra)
-        else:
-            reason = "a JSON line needs 'mrs' (lit rules apply) or 'readings' (lit parse)"
-            if on_error != "skip":
-                raise InputError(reason, filename=name, lineno=lineno)
-            yield MrsItem(item_id, None, f"invalid input: {reason}", extra)
-
-
-def _parse_output_items(
-    item_id: Any, obj: Mapping[str, Any], extra: dict[str, Any], all_readings: bool
-) -> Iterator[MrsItem]:
-    readings = obj["readings"]
-
-    def mrs_of(i: int) -> str | None:
-        reading = readings[i]
-        text = reading.get("mrs") if isinstance(reading, Mapping) else reading
-        return text if isinstance(text, str) else None
-
-    if not readings:
-        yield MrsItem(item_id, None, str(obj.get("error") or "no parse"), extra)
-        return
-    if all_readings:
-        for i in range(len(readings)):
-            text = mrs_of(i)
-            yield MrsItem(item_id, text, None if text else f"reading {i} has no 'mrs'",
-                          {**extra, "reading": i})
-        return
-    selected = obj.get("selected")
-    if selected is None:
-        yield MrsItem(item_id, None, "no selected reading (use --all for every reading)", extra)
-        return
-    if not isinstance(selected, int) or not 0 <= selected < len(readings):
-        yield MrsItem(item_id, None,
-                      f"invalid input: 'selected' is {selected!r} but there are "
-                      f"{len(readings)} readings", extra)
-        return
-    text = mrs_of(selected)
-    yield MrsItem(item_id, text, None if text else f"reading {selected} has no 'mrs'",
-                  {**extra, "reading": selected})

@@ -20,181 +20,65 @@ Example (needs ACE and an installed grammar):
     >>> with Transformer("erg-1214", reranker=None) as t:  # doctest: +SKIP
     ...     t.transform_sentence("The dog chased the cat.", "f").sentence
     'The dog will chase the cat.'
+
+Why this module is long: :class:`Transformer` is the orchestration of the stages
+(lifecycle of the backends, shared work across items and specs, chunked LM batches,
+worker outcomes); the records, formats, worker protocol and selection live in their
+own modules.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import islice
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from delphin.codecs import simplemrs
 from delphin.mrs import MRS
 
-from lit.errors import ACEError, LitError, SpecError
+from lit._iterables import chunked
+from lit.cache import ParseCache
+from lit.errors import LitError, SpecError
+from lit.formats.hf import label_names as _dataset_label_names
 from lit.generate import Candidate, Expectation, Realizations, clean_realizations
-from lit.jsonl import Skipped
+from lit.grammar import (
+    Grammar,
+    GrammarProfile,
+    default_grammar,
+    lit_home,
+    load_profile,
+    resolve_grammar,
+    with_checksum,
+)
+from lit.interface import Generator, Parser
 from lit.nli import LabelResult, LabelTable
+from lit.records import (
+    NliFields,
+    Pair,
+    Parsed,
+    Report,
+    SentenceResult,
+    _key_seen,
+    pair_item,
+    pair_record,
+    sentence_item,
+    sentence_record,
+)
 from lit.rerank import Reranker, rank_candidates
+from lit.rules import RuleSet
 from lit.spec import Spec, parse_specs
+from lit.workers import absorb
 
 __all__ = [
-    "CATEGORIES",
-    "NliFields",
-    "Parsed",
-    "SentenceResult",
-    "Report",
     "Transformer",
     "augment_nli",
-    "open_worker",
-    "prepare_jobs",
-    "record_key",
-    "record_keys",
 ]
 
 logger = logging.getLogger(__name__)
-
-#: categories of ``reason`` for skipped and failed records
-CATEGORIES = ("no-parse", "inapplicable", "no-realization", "unlabeled", "invalid-input",
-              "error")
-
-_ID_FIELDS = ("id", "pairID", "idx", "guid")
-
-
-@dataclass(frozen=True, slots=True)
-class NliFields:
-    """Which fields of an input record hold premise, hypothesis, label and id.
-
-    *id* ``None`` means the first of ``id``, ``pairID``, ``idx``, ``guid``
-    present (else the item's position, from 1).
-    """
-
-    premise: str = "sentence1"
-    hypothesis: str = "sentence2"
-    label: str = "gold_label"
-    id: str | None = None
-
-    @classmethod
-    def detect(cls, record: Mapping[str, Any]) -> NliFields:
-        """SNLI/MNLI names, or Hugging Face ``premise``/``hypothesis``/``label``."""
-        if "sentence1" not in record and "premise" in record:
-            return cls("premise", "hypothesis", "label")
-        return cls()
-
-
-@dataclass(frozen=True, slots=True)
-class Parsed:
-    """A parsed sentence and its selected reading (spans removed)."""
-
-    sentence: str
-    readings: int
-    selected: int | None
-    mrs: MRS | None
-    error: str | None = None
-
-    @property
-    def reason(self) -> str | None:
-        """``None`` if a reading was selected, else a categorized reason."""
-        if self.error is not None:
-            return f"error: parse failed: {self.error}"
-        if self.readings == 0:
-            return "no-parse: no reading"
-        if self.mrs is None:
-            return f"no-parse: none of {self.readings} readings selected"
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class SentenceResult:
-    """One sentence transformed by one chain.
-
-    Attributes:
-        original: the input sentence
-        chain: the chain as written (``None`` = untouched)
-        status: ``ok``, ``skipped`` or ``error``
-        reason: ``"<category>: <detail>"`` unless ok
-        sentence: the chosen sentence (the best candidate), if ok
-        candidates: ranked candidates (best first)
-        mrs: the transformed MRS (SimpleMRS), when the chain applied
-    """
-
-    original: str
-    chain: str | None
-    status: str
-    reason: str | None = None
-    sentence: str | None = None
-    candidates: tuple[Candidate, ...] = ()
-    mrs: str | None = None
-
-    @property
-    def score(self) -> float | None:
-        return self.candidates[0].score if self.candidates and self.status == "ok" else None
-
-    def to_dict(self, *, candidates: int | None = None, keep_mrs: bool = False
-                ) -> dict[str, Any]:
-        d: dict[str, Any] = {"chain": self.chain, "sentence": self.sentence,
-                             "score": self.score}
-        if candidates and self.chain is not None:
-            d["candidates"] = [c.to_dict() for c in self.candidates[:candidates]]
-        if keep_mrs and self.chain is not None:
-            d["mrs"] = self.mrs
-        return d
-
-
-@dataclass
-class Report:
-    """Counts of records per spec and status/category; they add up.
-
-    ``to_dict()`` gives ``{"items": n, "records": n, "specs": {spec: {"total",
-    "ok", "skipped": {category: n}, "error"}}, "reasons": {category: n}}``.
-    """
-
-    items: int = 0
-    specs: dict[str, Counter[str]] = field(default_factory=dict)
-
-    def add(self, record: Mapping[str, Any]) -> None:
-        counts = self.specs.setdefault(record["spec"], Counter())
-        counts["total"] += 1
-        status = record["status"]
-        if status == "ok":
-            counts["ok"] += 1
-        else:
-            category = str(record.get("reason") or "error").split(":", 1)[0]
-            counts[f"{status}:{category}"] += 1
-
-    @property
-    def records(self) -> int:
-        return sum(c["total"] for c in self.specs.values())
-
-    def reasons(self) -> Counter[str]:
-        out: Counter[str] = Counter()
-        for c in self.specs.values():
-            for key, n in c.items():
-                if ":" in key:
-                    out[key.split(":", 1)[1]] += n
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        specs = {}
-        for spec, c in self.specs.items():
-            skipped = {k.split(":", 1)[1]: n for k, n in sorted(c.items())
-                       if k.startswith("skipped:")}
-            errors = sum(n for k, n in c.items() if k.startswith("error:"))
-            specs[spec] = {"total": c["total"], "ok": c["ok"], "skipped": skipped,
-                           "error": errors}
-        return {"items": self.items, "records": self.records, "specs": specs,
-                "reasons": dict(sorted(self.reasons().items()))}
-
-    def summary(self) -> str:
-        """``"120 ok, 30 no-parse, 8 inapplicable"`` over all specs."""
-        ok = sum(c["ok"] for c in self.specs.values())
-        parts = [f"{ok} ok"] + [f"{n} {k}" for k, n in self.reasons().most_common()]
-        return f"{self.items} items x {len(self.specs)} specs: " + ", ".join(parts)
 
 
 class _LRU(OrderedDict):
@@ -251,7 +135,11 @@ class Transformer:
         keep_mrs: add transformed MRSs to records
         n: readings per parse (ACE's ``-n``); round-trip selection without a
             ranking model needs more than the first few
-        home, env: passed to :func:`~lit.grammar.resolve_grammar`
+        home: the lit data directory (default: ``LIT_HOME`` in *env*, else
+            the per-user data directory)
+        env: the environment for grammar resolution (``LIT_ACE``,
+            ``LIT_GRAMMAR_<NAME>``) and the ACE processes (default:
+            ``os.environ``, as for the CLI)
         ace_options: more keyword arguments for the ACE processes
         chunk_size: items processed (and LM-batched) together
         cache_size: distinct sentences/chains remembered
@@ -271,12 +159,12 @@ class Transformer:
 
     def __init__(
         self,
-        grammar: Any = None,
+        grammar: Grammar | GrammarProfile | str | None = None,
         *,
-        rules: Any = None,
+        rules: RuleSet | None = None,
         reranker: Reranker | str | os.PathLike[str] | None = None,
-        parser: Any = None,
-        generator: Any = None,
+        parser: Parser | None = None,
+        generator: Generator | None = None,
         labels: LabelTable | None = None,
         select: str = "roundtrip",
         candidates: int | None = None,
@@ -288,7 +176,7 @@ class Transformer:
         ace_options: Mapping[str, Any] | None = None,
         chunk_size: int = 64,
         cache_size: int = 20000,
-        cache: Any = None,
+        cache: ParseCache | None = None,
         prepare_map: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
         max_words: int | None = None,
     ) -> None:
@@ -298,11 +186,14 @@ class Transformer:
             rules = RuleSet.load()
         self.rules = rules
         self._grammar_arg = grammar
-        self.home, self.env = home, env
-        self.parser, self.generator = parser, generator
+        # like the CLI, the API honours LIT_HOME, LIT_ACE and LIT_GRAMMAR_<NAME>
+        self.env: dict[str, str] = dict(os.environ if env is None else env)
+        self.home = Path(home) if home is not None else lit_home(self.env)
+        self.parser: Parser | None = parser
+        self.generator: Generator | None = generator
         self._injected = (parser, generator)
-        self.profile: Any = None
-        self.grammar: Any = None
+        self.profile: GrammarProfile | None = None
+        self.grammar: Grammar | None = None
         self._labels = labels
         self.select = select
         self.candidates = candidates
@@ -344,6 +235,7 @@ class Transformer:
             if need_parser or need_generator:
                 from lit.ace import AceGenerator, AceParser
 
+                assert self.grammar is not None  # resolved: a backend is missing
                 ace = str(self.grammar.ace) if self.grammar.ace is not None else "ace"
                 if need_parser:
                     self.parser = AceParser(self.grammar.image, executable=ace, n=self.n,
@@ -375,16 +267,16 @@ class Transformer:
             self._loaded_reranker = False
         self._entered = False
 
-    def _cached(self, parser: Any) -> Any:
+    def _cached(self, parser: Parser) -> Parser:
         from lit.cache import CachedParser, parser_cache_key
-        from lit.grammar import file_sha256
 
-        sha = self.grammar.image_sha256 or file_sha256(self.grammar.image)
+        assert self.grammar is not None and self.cache is not None
+        self.grammar = with_checksum(self.grammar)
+        sha = self.grammar.image_sha256
+        assert sha is not None
         return CachedParser(parser, self.cache, parser_cache_key(parser, sha))
 
     def _resolve_grammar(self) -> None:
-        from lit.grammar import Grammar, GrammarProfile, default_grammar, load_profile
-
         g = self._grammar_arg
         if isinstance(g, Grammar):
             self.grammar, self.profile = g, g.profile
@@ -392,18 +284,21 @@ class Transformer:
         if isinstance(g, GrammarProfile):
             self.profile = g
             if self.parser is None or self.generator is None:
-                from lit.grammar import resolve_grammar
-
                 self.grammar = resolve_grammar(g.name, home=self.home, env=self.env)
             return
         name = g if g is not None else default_grammar(home=self.home)
         if self.parser is not None and self.generator is not None:
             self.profile = load_profile(name, home=self.home)
             return
-        from lit.grammar import resolve_grammar
-
         self.grammar = resolve_grammar(name, home=self.home, env=self.env)
         self.profile = self.grammar.profile
+
+    def _backend(self, kind: str) -> Any:
+        """The open parser or generator (*kind*); a LitError if there is none."""
+        backend = self.parser if kind == "parser" else self.generator
+        if backend is None:
+            raise LitError(f"the Transformer has no {kind}: open it first (a 'with' block)")
+        return backend
 
     def _require(self) -> None:
         if not self._entered:
@@ -438,9 +333,10 @@ class Transformer:
         cached = self._parses.fetch(sentence)
         if cached is not None:
             return cached
-        from lit.parse import decode_mrs, select_reading, strip_lnk
+        from lit.mrs import decode_mrs, strip_lnk
+        from lit.parse import select_reading
 
-        result = self.parser.parse(sentence)
+        result = self._backend("parser").parse(sentence)
         if result.error and not result.readings:
             parsed = Parsed(sentence, 0, None, None, result.error)
         else:
@@ -474,7 +370,7 @@ class Transformer:
             LitError: if the generator reports an error
         """
         self._require()
-        result = self.generator.generate(m)
+        result = self._backend("generator").generate(m)
         if result.error:
             raise LitError(f"generation failed: {result.error}")
         return clean_realizations(result.surfaces)
@@ -501,7 +397,7 @@ class Transformer:
         done: Container[tuple[Any, ...]] = (),
     ) -> Iterator[dict[str, Any]]:
         """Records for plain sentences: *items* are strings, ``(id, sentence)``
-        pairs or :class:`~lit.jsonl.Skipped` lines; one record per item and spec.
+        pairs or :class:`~lit.formats.jsonl.Skipped` lines; one record per item and spec.
 
         *done* holds ``(id, spec)`` keys (see :func:`record_key`) of records
         an earlier run already wrote (``--resume``): they are neither
@@ -515,7 +411,7 @@ class Transformer:
                 prepared = []
                 jobs: dict[tuple[str, str], _Job] = {}
                 for pos, item in chunk:
-                    item_id, sentence, invalid = _sentence_item(pos, item)
+                    item_id, sentence, invalid = sentence_item(pos, item)
                     # keys are counted only when resuming: memory stays flat otherwise
                     todo = [s for s in spec_list
                             if not done or _key_seen(seen, item_id, s.text) not in done]
@@ -532,19 +428,10 @@ class Transformer:
 
     def _sentence_record(self, item_id: Any, sentence: Any, invalid: str | None, spec: Spec,
                          jobs: dict[tuple[str, str], _Job]) -> dict[str, Any]:
-        rec: dict[str, Any] = {"id": item_id, "spec": spec.text}
-        if invalid is not None:
-            rec.update(status="skipped", reason=f"invalid-input: {invalid}",
-                       original={"sentence": sentence}, sentence=None, chain=spec.chain)
-            return rec
-        res = self._side(jobs, sentence, spec.premise, spec.key[0])
-        rec.update(status=res.status, reason=res.reason, original={"sentence": sentence},
-                   sentence=res.sentence, chain=spec.chain)
-        if self.candidates:
-            rec["candidates"] = [c.to_dict() for c in res.candidates[: self.candidates]]
-        if self.keep_mrs:
-            rec["mrs"] = res.mrs
-        return rec
+        res = None if invalid is not None else self._side(jobs, sentence, spec.premise,
+                                                          spec.key[0])
+        return sentence_record(item_id, sentence, spec, res, invalid=invalid,
+                               candidates=self.candidates, keep_mrs=self.keep_mrs)
 
     # -- pairs ---------------------------------------------------------------
 
@@ -565,7 +452,7 @@ class Transformer:
         """Records for NLI pairs: one per item and spec, in input order.
 
         Args:
-            items: mappings (or :class:`~lit.jsonl.Skipped` lines)
+            items: mappings (or :class:`~lit.formats.jsonl.Skipped` lines)
             specs: a spec list or parsed specs (``premise;hypothesis``)
             fields: field names (default: detected from the first item)
             label_names: names of integer labels (``datasets`` ClassLabel)
@@ -587,7 +474,7 @@ class Transformer:
                 prepared = []
                 jobs: dict[tuple[str, str], _Job] = {}
                 for pos, item in chunk:
-                    pair = _pair_item(pos, item, flds, label_names, table)
+                    pair = pair_item(pos, item, flds, label_names, table)
                     labelled = []
                     for spec in spec_list:
                         # keys are counted only when resuming: memory stays flat otherwise
@@ -607,38 +494,14 @@ class Transformer:
                 for spec, lab in labelled:
                     yield self._pair_record(pair, spec, lab, jobs)
 
-    def _pair_record(self, pair: _Pair, spec: Spec, lab: LabelResult | None,
+    def _pair_record(self, pair: Pair, spec: Spec, lab: LabelResult | None,
                      jobs: dict[tuple[str, str], _Job]) -> dict[str, Any]:
-        rec: dict[str, Any] = {"id": pair.id, "spec": spec.text, "status": "skipped",
-                               "reason": None, "original": pair.original,
-                               "sentence1": None, "sentence2": None, "gold_label": None,
-                               "label_rule": None}
-        if pair.invalid is not None:
-            rec["reason"] = f"invalid-input: {pair.invalid}"
-            return rec
-        assert lab is not None
-        if lab.label is None:
-            rec["reason"] = f"unlabeled: {lab.reason}"
-            return rec
-        rec["label_rule"] = lab.to_dict()
-        sides = []
-        for name, sentence, chain, key in (
-            ("premise", pair.premise, spec.premise, spec.key[0]),
-            ("hypothesis", pair.hypothesis, spec.hypothesis, spec.key[1]),
-        ):
-            res = self._side(jobs, sentence, chain, key)
-            rec[name] = res.to_dict(candidates=self.candidates, keep_mrs=self.keep_mrs)
-            sides.append((name, res))
-        failed = next(((n, r) for n, r in sides if r.status != "ok"), None)
-        if failed is not None:
-            name, res = failed
-            category, _, detail = (res.reason or "error: unknown").partition(": ")
-            rec["status"] = res.status
-            rec["reason"] = f"{category}: {name}: {detail}"
-            return rec
-        rec.update(status="ok", sentence1=sides[0][1].sentence, sentence2=sides[1][1].sentence,
-                   gold_label=lab.label)
-        return rec
+        sides = None
+        if pair.invalid is None and lab is not None and lab.label is not None:
+            sides = (self._side(jobs, pair.premise, spec.premise, spec.key[0]),
+                     self._side(jobs, pair.hypothesis, spec.hypothesis, spec.key[1]))
+        return pair_record(pair, spec, lab, sides, candidates=self.candidates,
+                           keep_mrs=self.keep_mrs)
 
     # -- shared work ---------------------------------------------------------
 
@@ -718,7 +581,7 @@ class Transformer:
                     continue
                 state, jobs, groups = built.popleft()
                 for group in groups:
-                    _absorb(group, ahead.popleft() if ahead else next(outcomes))
+                    absorb(group, ahead.popleft() if ahead else next(outcomes))
                 self._finish([job for group in groups for job in group])
                 yield state, jobs
         finally:
@@ -757,7 +620,7 @@ class Transformer:
             return done("skipped", f"inapplicable: {applied.reason}")
         job.mrs = applied.mrs
         text = simplemrs.encode(applied.mrs, lnk=False)
-        result = self.generator.generate(applied.mrs)
+        result = self._backend("generator").generate(applied.mrs)
         if result.error and not result.surfaces:
             return done("error", f"error: generation failed: {result.error}", text)
         job.realizations = clean_realizations(result.surfaces)
@@ -784,9 +647,9 @@ class Transformer:
                                     tuple(chosen), text)
 
     def _verified(self, sentence: str, expectation: Expectation) -> bool:
-        from lit.parse import decode_mrs, strip_lnk
+        from lit.mrs import decode_mrs, strip_lnk
 
-        result = self.parser.parse(sentence)
+        result = self._backend("parser").parse(sentence)
         for reading in result.readings:
             try:
                 m = strip_lnk(decode_mrs(reading.mrs))
@@ -798,192 +661,7 @@ class Transformer:
         return False
 
 
-# -- worker processes ----------------------------------------------------------
-
-
-def record_key(item_id: Any, spec: str, occurrence: int = 1) -> tuple[Any, ...]:
-    """The resume key of an output record: its item id (as JSON) and spec.
-
-    Ids need not be unique: *occurrence* is 1 for the first item with this
-    id, 2 for the second, ... (in input order, which is output order), and
-    is part of the key from the second on, so a resumed run neither drops
-    nor repeats items with duplicate ids. Read keys back from an output
-    file with :func:`record_keys`.
-
-    Example:
-        >>> record_key(12, "f;p"), record_key(12, "f;p", 2)
-        (('12', 'f;p'), ('12', 'f;p', 2))
-    """
-    key = json.dumps(item_id, ensure_ascii=False, sort_keys=True, default=str), spec
-    return key if occurrence == 1 else (*key, occurrence)
-
-
-def record_keys() -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
-    """A key function for :func:`lit.resume.scan_output`: the :func:`record_key`
-    of each output record, counting repeated ``(id, spec)`` in file order.
-
-    Example:
-        >>> key = record_keys()
-        >>> [key({"id": "a", "spec": "f;p"}) for _ in range(2)]
-        [('"a"', 'f;p'), ('"a"', 'f;p', 2)]
-    """
-    seen: Counter[tuple[Any, ...]] = Counter()
-
-    def key(record: Mapping[str, Any]) -> tuple[Any, ...]:
-        base = record_key(record["id"], record["spec"])
-        seen[base] += 1
-        return record_key(record["id"], record["spec"], seen[base])
-
-    return key
-
-
-def _key_seen(seen: Counter[tuple[Any, ...]], item_id: Any, spec: str) -> tuple[Any, ...]:
-    """The :func:`record_key` of the next item with *item_id*, counted in *seen*."""
-    base = record_key(item_id, spec)
-    seen[base] += 1
-    return record_key(item_id, spec, seen[base])
-
-
-def open_worker(options: Mapping[str, Any]) -> Transformer:
-    """An open :class:`Transformer` for a worker process (its ``init``).
-
-    *options* are :class:`Transformer` keyword arguments plus ``grammar``;
-    ``cache`` may be a path, opened here (one SQLite connection per process).
-    The worker's transformer starts its own ACE processes and loads no LM.
-    """
-    kwargs = dict(options)
-    cache = kwargs.get("cache")
-    if cache is not None and not hasattr(cache, "get"):
-        from lit.cache import ParseCache
-
-        kwargs["cache"] = ParseCache(cache)
-    kwargs["reranker"] = None
-    return Transformer(**kwargs).open()
-
-
-def prepare_jobs(transformer: Transformer, jobs: Sequence[_Job]) -> Any:
-    """Run the ACE-bound stage (parse, apply chain, generate) of *jobs*.
-
-    The jobs share one sentence, which is parsed once. Returns, for each
-    job, what :meth:`Transformer._run_chunks` needs back, picklable (the MRS
-    as SimpleMRS text). An :class:`~lit.errors.ACEError` (ACE cannot run at
-    all, e.g. a bad image) is returned as ``("ACEError", message)`` and
-    raised again by the main process, so the run stops instead of turning
-    every item into an error record.
-    """
-    out = []
-    for job in jobs:
-        try:
-            transformer._prepare(job)
-        except ACEError as exc:
-            return "ACEError", str(exc)
-        text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
-        out.append((job.result, job.realizations, job.expectation, text))
-    return out
-
-
-def _absorb(jobs: Sequence[_Job], outcome: Any) -> None:
-    """Copy a worker's :func:`prepare_jobs` result (an Outcome) into *jobs*."""
-    if not outcome.ok:
-        for job in jobs:
-            job.result = SentenceResult(job.sentence, job.written, "error",
-                                        f"error: {outcome.error}")
-        return
-    if isinstance(outcome.value, tuple) and outcome.value[0] == "ACEError":
-        raise ACEError(outcome.value[1])
-    for job, (result, realizations, expectation, text) in zip(jobs, outcome.value,
-                                                               strict=True):
-        job.result, job.realizations, job.expectation = result, realizations, expectation
-        job.mrs = None if text is None else simplemrs.decode(text)
-
-
 # -- items -------------------------------------------------------------------
-
-
-@dataclass
-class _Pair:
-    id: Any
-    original: dict[str, Any]
-    premise: str = ""
-    hypothesis: str = ""
-    gold: str = ""
-    invalid: str | None = None
-
-
-def chunked(it: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    """Lists of up to *size* consecutive items of *it*, read lazily.
-
-    Example:
-        >>> list(chunked(range(5), 2))
-        [[0, 1], [2, 3], [4]]
-    """
-    iterator = iter(it)
-    while chunk := list(islice(iterator, size)):
-        yield chunk
-
-
-def _item_id(record: Mapping[str, Any], fields: NliFields, pos: int) -> Any:
-    if fields.id is not None:
-        return record.get(fields.id, pos)
-    for key in _ID_FIELDS:
-        if key in record:
-            return record[key]
-    return pos
-
-
-def _pair_item(pos: int, item: Any, fields: NliFields, label_names: Sequence[str] | None,
-               table: LabelTable) -> _Pair:
-    if isinstance(item, Skipped):
-        return _Pair(f"line {item.lineno}", {"line": item.lineno, "text": item.text},
-                     invalid=f"line {item.lineno}: {item.reason}")
-    if not isinstance(item, Mapping):
-        return _Pair(pos, {"item": repr(item)[:200]},
-                     invalid=f"item {pos}: expected a record, got {type(item).__name__}")
-    original = dict(item)
-    pair = _Pair(_item_id(item, fields, pos), original)
-    for name in (fields.premise, fields.hypothesis):
-        value = item.get(name)
-        if not isinstance(value, str) or not value.strip():
-            pair.invalid = f"field {name!r} is missing or not a non-empty string"
-            return pair
-    pair.premise, pair.hypothesis = item[fields.premise], item[fields.hypothesis]
-    gold = item.get(fields.label)
-    if isinstance(gold, int) and not isinstance(gold, bool):
-        if label_names is None or not 0 <= gold < len(label_names):
-            pair.invalid = f"label {gold!r} has no name (gold label missing)"
-            return pair
-        gold = label_names[gold]
-    if not isinstance(gold, str) or gold not in table.labels:
-        note = " (no annotator majority)" if gold == "-" else ""
-        pair.invalid = (f"{fields.label} {gold!r}{note} is not one of "
-                        f"{', '.join(table.labels)}")
-        return pair
-    pair.gold = gold
-    return pair
-
-
-def _sentence_item(pos: int, item: Any) -> tuple[Any, Any, str | None]:
-    if isinstance(item, Skipped):
-        return f"line {item.lineno}", item.text, f"line {item.lineno}: {item.reason}"
-    if isinstance(item, tuple) and len(item) == 2:
-        item_id, sentence = item
-    else:
-        item_id, sentence = pos, item
-    if not isinstance(sentence, str) or not sentence.strip():
-        return item_id, sentence, "empty line or not a sentence"
-    return item_id, sentence, None
-
-
-def _label_names(examples: Any, label_field: str) -> list[str] | None:
-    features = getattr(examples, "features", None)
-    if features is None:
-        return None
-    try:
-        feature = features[label_field]
-    except (KeyError, TypeError):
-        return None
-    names = getattr(feature, "names", None)
-    return list(names) if names else None
 
 
 def augment_nli(
@@ -1017,12 +695,7 @@ def augment_nli(
         >>> with Transformer("erg-1214") as t:                   # doctest: +SKIP
         ...     new = list(augment_nli(snli, "f;p+i,m;o", transformer=t))
     """
-    label_names = None
-    if fields is not None:
-        label_names = _label_names(examples, fields.label)
-    else:
-        for name in ("label", "gold_label"):
-            label_names = label_names or _label_names(examples, name)
+    label_names = _dataset_label_names(examples, None if fields is None else fields.label)
     specs_n = len(transformer.parse_specs(specs, pair=True))
     done = 0
     for record in transformer.transform_pairs(examples, specs, fields=fields,

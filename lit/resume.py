@@ -1,7 +1,7 @@
 """Resumable streaming output: continue a killed run without loss or duplicates.
 
 A long run writes its results as JSONL, one complete line per record,
-flushed after each (:class:`lit.jsonl.JsonlWriter`). If the run is stopped
+flushed after each (:class:`lit.formats.jsonl.JsonlWriter`). If the run is stopped
 -- Ctrl-C, a kill, a crash, a full disk -- the output file holds the records
 finished so far, possibly followed by one partial line from a write that
 was cut off. :func:`scan_output` repairs and reads such a file:

@@ -58,8 +58,6 @@ __all__ = [
     "apply_chain",
     "builtin_rules_dir",
     "load_rule_file",
-    "MrsItem",
-    "read_mrs_items",
     "apply_from_iterable",
 ]
 
@@ -490,124 +488,15 @@ def _with_source(rule: Rule, source: str) -> Rule:
     )
 
 
-# --------------------------------------------------------------------------
-# reading MRS items (for `lit rules apply`)
-
-
-@dataclass(frozen=True, slots=True)
-class MrsItem:
-    """One input item: its id, sentence (if known), and MRS or the reason
-    there is none (``no selected reading``, ``invalid-input: ...``)."""
-
-    id: Any
-    sentence: str | None
-    mrs: MRS | None
-    reason: str | None = None
-
-
-def _syntax_message(exc: Exception) -> str:
-    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
-    where = next((ln for ln in lines if ln.startswith("line ")), "")
-    where = where.split(", ", 1)[-1]  # the MRS is one line: keep "character N"
-    return f"{lines[-1] if lines else type(exc).__name__} ({where})" if where else lines[-1]
-
-
-def _mrs_text(record: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """The SimpleMRS of a JSON record (``mrs``, or ``lit parse``'s selected
-    reading), or ``(None, reason)``."""
-    if isinstance(record.get("mrs"), str):
-        return record["mrs"], None
-    readings = record.get("readings")
-    if isinstance(readings, list):
-        if not readings:
-            return None, record.get("error") or "no readings"
-        selected = record.get("selected", 0)
-        if selected is None:
-            return None, "no selected reading"
-        if not isinstance(selected, int) or not 0 <= selected < len(readings):
-            raise ValueError(f"'selected' is {selected!r} but there are {len(readings)} readings")
-        reading = readings[selected]
-        text = reading.get("mrs") if isinstance(reading, Mapping) else reading
-        if isinstance(text, str):
-            return text, None
-        raise ValueError(f"reading {selected} has no 'mrs' string")
-    raise ValueError("a JSON item needs an 'mrs' string or 'readings' (lit parse output)")
-
-
-def read_mrs_items(
-    source: str | os.PathLike[str] | Any | None, *, on_error: str = "fail"
-) -> Iterator[MrsItem]:
-    """Yield an :class:`MrsItem` per non-blank line of *source*.
-
-    A line is either SimpleMRS or a JSON object: ``lit parse`` output (the
-    ``selected`` reading of ``readings`` is used, the first one if there is
-    no ``selected`` field; ``null`` means none) or any object with an
-    ``mrs`` string. The id is the object's ``id`` or else the line number.
-
-    Raises:
-        InputError: naming file and line of a malformed line, unless
-            *on_error* is ``"skip"``: then the item carries the reason
-    """
-    import json
-
-    from delphin.codecs import simplemrs
-    from delphin.mrs import MRSSyntaxError
-
-    from lit.errors import InputError
-    from lit.jsonl import Skipped, read_lines
-
-    name: str
-    if source is None or source == "-":
-        name = "<stdin>"
-    elif isinstance(source, (str, os.PathLike)):
-        name = os.fspath(source)
-    else:
-        attr = getattr(source, "name", None)
-        name = attr if isinstance(attr, str) else "<stream>"
-    for lineno, line in read_lines(source, on_error="skip" if on_error == "skip" else "fail"):
-        if isinstance(line, Skipped):
-            yield MrsItem(lineno, None, None, f"invalid-input: {line.reason}")
-            continue
-        text = line.strip()
-        if not text:
-            continue
-        item_id: Any = lineno
-        sentence = None
-        try:
-            if text.startswith("{"):
-                record = json.loads(text)
-                item_id = record.get("id", lineno)
-                sentence = record.get("sentence")
-                mrs_text, reason = _mrs_text(record)
-                if mrs_text is None:
-                    yield MrsItem(item_id, sentence, None, reason)
-                    continue
-            else:
-                mrs_text = text
-            m = simplemrs.decode(mrs_text)
-        except json.JSONDecodeError as exc:
-            message = f"malformed JSON: {exc.msg} (column {exc.colno})"
-        except MRSSyntaxError as exc:
-            message = f"invalid SimpleMRS: {_syntax_message(exc)}"
-        except StopIteration:  # pydelphin's decoder on truncated input
-            message = "invalid SimpleMRS: unexpected end of the MRS"
-        except (ValueError, AttributeError) as exc:
-            message = str(exc)
-        else:
-            yield MrsItem(item_id, sentence, m)
-            continue
-        if on_error != "skip":
-            raise InputError(message + "; fix the line or pass --on-error skip",
-                             filename=name, lineno=lineno)
-        yield MrsItem(item_id, sentence, None, f"invalid-input: {message}")
-
-
 def apply_from_iterable(
-    items: Iterable[MrsItem],
+    items: Iterable[Any],
     chains: Sequence[tuple[str, Sequence[Rule]]],
     profile: Any,
 ) -> Iterator[dict[str, Any]]:
     """Yield a ``lit rules apply`` record per (item, chain).
+
+    *items* are :class:`lit.formats.mrs.MrsItem` (or anything with ``id``,
+    ``sentence``, ``mrs`` and ``error``).
 
     Records: ``{"id", "sentence"?, "chain", "mrs", "reason"}``; *mrs* is
     SimpleMRS without character spans, or ``None`` with the *reason*.
@@ -622,7 +511,7 @@ def apply_from_iterable(
                 record["sentence"] = item.sentence
             record["chain"] = text
             if item.mrs is None:
-                record.update(mrs=None, reason=item.reason)
+                record.update(mrs=None, reason=item.error)
             else:
                 out = apply_chain(item.mrs, rules, sem)
                 mrs = None if out.mrs is None else simplemrs.encode(out.mrs, lnk=False)

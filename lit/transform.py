@@ -32,19 +32,35 @@ Example:
     ['_bark_v_1', '_dog_n_1', 'neg', 'udef_q']
     >>> len(m.rels)  # the input is unchanged
     3
+
+Why this module is long: it is the operation vocabulary of the rules (one function
+per MRS edit, with its preconditions) and the grammar conventions they read; generic
+MRS helpers live in :mod:`lit.mrs`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from delphin import predicate as _predicate
 from delphin.mrs import EP, MRS, HCons, ICons
 from delphin.mrs import INTRINSIC_ROLE as ARG0
+
+from lit.mrs import (  # private: shared with lit.mrs only
+    _copy_ep,
+    _copy_variables,
+    _repoint,
+    copy_mrs,
+    fresh_variables,
+    head_ep,
+    index_ep,
+    is_verbal,
+    outscoping_eps,
+    scope_target,
+    set_property,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +73,10 @@ __all__ = [
     "OPERATIONS",
     "Operation",
     "operation",
-    "copy_mrs",
-    "index_ep",
-    "head_ep",
-    "scope_target",
     "target_ep",
     "wrappers",
-    "outscoping_eps",
-    "max_variable_id",
-    "fresh_variables",
-    "repoint_label",
-    "set_property",
-    "is_verbal",
+    "is_modal",
+    "is_cleft",
     "is_passive",
     "is_negated",
     "check",
@@ -115,7 +123,6 @@ UNTENSED_EVENT: Mapping[str, str] = {
 }
 
 _CLAUSE_EVENT: Mapping[str, str] = {**UNTENSED_EVENT, "TENSE": "pres"}
-_VARID = re.compile(r"(\d+)$")
 
 
 class Inapplicable(Exception):
@@ -212,78 +219,27 @@ class Semantics:
 
 
 # --------------------------------------------------------------------------
-# core helpers
+# wrappers and the target verb
 
 
-def copy_mrs(m: MRS, **changes: Any) -> MRS:
-    """A deep-enough copy of *m*: new EPs, argument and property maps.
-
-    Keyword arguments replace attributes (``top``, ``index``, ``rels``,
-    ``hcons``, ``icons``, ``variables``); the surface alignment is kept.
-    """
-    rels = changes.pop("rels", None)
-    if rels is None:
-        rels = [_copy_ep(ep) for ep in m.rels]
-    return MRS(
-        top=changes.pop("top", m.top),
-        index=changes.pop("index", m.index),
-        rels=rels,
-        hcons=changes.pop("hcons", m.hcons),
-        icons=changes.pop("icons", m.icons),
-        variables=changes.pop("variables", m.variables),  # MRS() copies each map
-        lnk=m.lnk,
-        surface=m.surface,
-        identifier=m.identifier,
-    )
+def is_modal(ep: EP, sem: Semantics | None = None) -> bool:
+    """``True`` if *ep* is a modal: a predicate the grammar lists as one, or
+    any ``_..._v_modal``."""
+    sem = sem or Semantics()
+    return ep.predicate in sem.modal_predicates or ep.predicate.endswith("_v_modal")
 
 
-def _copy_ep(ep: EP, **args: str) -> EP:
-    new_args = dict(ep.args)
-    new_args.update(args)
-    return EP(ep.predicate, ep.label, new_args, lnk=ep.lnk, surface=ep.surface, base=ep.base)
-
-
-def index_ep(m: MRS) -> EP | None:
-    """The non-quantifier EP whose ARG0 is the INDEX of *m*, or ``None``."""
-    for ep in m.rels:
-        if ep.args.get(ARG0) == m.index and not ep.is_quantifier():
-            return ep
-    return None
-
-
-def head_ep(m: MRS, label: str) -> EP | None:
-    """The head of the EPs labelled *label*: not a quantifier, and not a
-    modifier of another EP there (none of its arguments is the event of
-    another EP in the same conjunction, as with adverbs or ``parg_d``).
-    Verbs win over other heads."""
-    group = [ep for ep in m.rels if ep.label == label and not ep.is_quantifier()]
-    ivs = {ep.iv for ep in group if ep.iv and ep.iv[:1] == "e"}
-    heads = [
-        ep for ep in group
-        if not any(v in ivs and v != ep.iv for r, v in ep.args.items() if r != ARG0)
-    ]
-    if not heads:
-        heads = group
-    for ep in heads:
-        if is_verbal(ep):
-            return ep
-    return heads[0] if heads else None
-
-
-def scope_target(m: MRS, handle: str) -> str:
-    """The label that *handle* reaches: the ``lo`` of its qeq, or itself."""
-    for hc in m.hcons:
-        if hc.hi == handle:
-            return hc.lo
-    return handle
+def is_cleft(ep: EP, sem: Semantics | None = None) -> bool:
+    """``True`` if *ep* is the copula of an it-cleft (``_be_v_itcleft``)."""
+    sem = sem or Semantics()
+    return ep.predicate == "_be_v_itcleft" or bool(sem.itcleft and ep.predicate == sem.itcleft)
 
 
 def _scopal_role(ep: EP, sem: Semantics) -> str | None:
     """Which argument of *ep* embeds the clause, if *ep* is a wrapper."""
-    pred = ep.predicate
-    if pred == sem.negation or pred in sem.modal_predicates or pred.endswith("_v_modal"):
+    if ep.predicate == sem.negation or is_modal(ep, sem):
         return "ARG1"
-    if pred == sem.itcleft or pred == "_be_v_itcleft":
+    if is_cleft(ep, sem):
         return "ARG2"
     return None
 
@@ -309,101 +265,6 @@ def target_ep(m: MRS, sem: Semantics | None = None) -> EP | None:
     """The target verb of *m* (see the module notes), or ``None``."""
     _, ep = wrappers(m, sem)
     return ep if ep is not None and is_verbal(ep) else None
-
-
-def is_verbal(ep: EP) -> bool:
-    """``True`` if *ep*'s predicate is a verb (``_..._v_...``)."""
-    try:
-        return _predicate.split(ep.predicate)[1] == "v"
-    except (ValueError, IndexError, TypeError):  # abstract predicates
-        return False
-
-
-def outscoping_eps(m: MRS, label: str) -> Iterator[EP]:
-    """Yield the EPs that scope over *label*, nearest first.
-
-    Follows, upwards, the argument (a hole qeq *label*, or *label* itself)
-    of the EP that embeds it, then that EP's label, and so on.
-    """
-    qeq_hi = {hc.lo: hc.hi for hc in m.hcons}
-    owner: dict[str, EP] = {}
-    for ep in m.rels:
-        for role, value in ep.args.items():
-            if role != ARG0 and value[:1] == "h":
-                owner.setdefault(value, ep)
-    seen = {label}
-    while True:
-        ep = owner.get(label) or owner.get(qeq_hi.get(label, ""))
-        if ep is None or ep.label in seen:
-            return
-        yield ep
-        label = ep.label
-        seen.add(label)
-
-
-def max_variable_id(m: MRS) -> int:
-    """The largest numeric variable id in *m* (``h0`` ... ``x41`` -> 41)."""
-    top = -1
-    for var in _all_variables(m):
-        match = _VARID.search(var)
-        if match:
-            top = max(top, int(match.group(1)))
-    return top
-
-
-def _all_variables(m: MRS) -> Iterator[str]:
-    yield from m.variables
-    if m.top:
-        yield m.top
-    if m.index:
-        yield m.index
-    for ep in m.rels:
-        yield ep.label
-        for role, value in ep.args.items():
-            if role != "CARG":
-                yield value
-    for hc in m.hcons:
-        yield hc.hi
-        yield hc.lo
-    for ic in m.icons:
-        yield ic.left
-        yield ic.right
-
-
-def fresh_variables(m: MRS, types: str) -> list[str]:
-    """New variable names, one per character of *types*, numbered above
-    every id in *m*: ``fresh_variables(m, "hhe")`` -> ``['h42', 'h43', 'e44']``."""
-    start = max_variable_id(m) + 1
-    return [f"{t}{start + i}" for i, t in enumerate(types)]
-
-
-def repoint_label(m: MRS, old: str, new: str) -> MRS:
-    """Make what pointed at the scope *old* (TOP, a qeq, or a handle
-    argument that names it directly) point at *new* instead."""
-    top, rels, hcons = _repoint(m, old, new)
-    return copy_mrs(m, top=top, rels=rels, hcons=hcons)
-
-
-def _repoint(m: MRS, old: str, new: str) -> tuple[str | None, list[EP], list[HCons]]:
-    """TOP, copied EPs and HCONS of *m* with pointers at *old* moved to *new*."""
-    top = new if m.top == old else m.top
-    hcons = [HCons(hc.hi, hc.relation, new) if hc.lo == old else hc for hc in m.hcons]
-    rels = []
-    for ep in m.rels:
-        args = {r: new for r, v in ep.args.items() if v == old and r != ARG0}
-        rels.append(_copy_ep(ep, **args))
-    return top, rels, hcons
-
-
-def _copy_variables(m: MRS) -> dict[str, dict[str, str]]:
-    return {v: dict(p) for v, p in m.variables.items()}
-
-
-def set_property(m: MRS, var: str, prop: str, value: str) -> MRS:
-    """Return a copy of *m* with property *prop* of *var* set to *value*."""
-    variables = _copy_variables(m)
-    variables.setdefault(var, {})[prop] = value
-    return copy_mrs(m, variables=variables)
 
 
 def is_passive(m: MRS, ep: EP, sem: Semantics | None = None) -> bool:
@@ -562,7 +423,7 @@ def set_aspect(m: MRS, sem: Semantics | None = None, *, prop: str, value: str) -
     out = set_property(m, verb.iv or "", prop, value)
     if sem.modal_aspect == "inherit":
         for ep in path:
-            if ep.predicate in sem.modal_predicates or ep.predicate.endswith("_v_modal"):
+            if is_modal(ep, sem):
                 out.variables.setdefault(ep.iv or "", {})[prop] = value
     return out
 

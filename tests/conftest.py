@@ -3,8 +3,9 @@
 * The recorded ERG data lives in ``../shared/erg`` beside the repository
   (override with ``LIT_SHARED``).
 * Tests marked ``ace`` need a real ACE binary and grammar image; they run
-  only when ``LIT_ACE`` and ``LIT_GRAMMAR_<NAME>`` are set, and are skipped
-  with that reason otherwise.
+  when ``LIT_ACE`` and ``LIT_GRAMMAR_<NAME>`` are set or the grammar is
+  registered in the default ``LIT_HOME``, and are skipped with the reason
+  otherwise.
 """
 
 from __future__ import annotations
@@ -56,14 +57,41 @@ def env_var_for(grammar: str) -> str:
     return "LIT_GRAMMAR_" + grammar.upper().replace("-", "_")
 
 
+@lru_cache(maxsize=None)
+def _registered(grammar: str) -> tuple[Path, Path] | str:
+    """(ace, image) of *grammar* as registered in the default LIT_HOME
+    (``lit grammar add``/``install``), or the reason there is none."""
+    from lit.errors import LitError
+    from lit.grammar import lit_home, resolve_grammar
+
+    env = {k: v for k, v in _ORIG_ENV.items() if k == "LIT_HOME"}
+    home = lit_home(env)
+    try:
+        g = resolve_grammar(grammar, home=home, env=env)
+    except LitError as exc:
+        return f"{grammar} is not registered in {home} ({exc})"
+    if g.ace is None:
+        return f"{grammar} is registered in {home} without an ACE binary"
+    return Path(g.ace), Path(g.image)
+
+
 def real_ace(grammar: str = "erg-1214") -> tuple[Path, Path]:
-    """(ace binary, grammar image) from the environment, or skip with the reason."""
+    """(ace binary, grammar image) of a real ACE, or skip with the reason.
+
+    From ``LIT_ACE`` and ``LIT_GRAMMAR_<NAME>`` if both are set, else from
+    the grammar registered in the default ``LIT_HOME`` (``lit grammar add
+    NAME --image ... --ace ...``).
+    """
     ace = _ORIG_ENV.get("LIT_ACE")
     var = env_var_for(grammar)
     image = _ORIG_ENV.get(var)
-    if not ace or not image:
-        pytest.skip(f"needs real ACE: set LIT_ACE and {var} to run")
-    return Path(ace), Path(image)
+    if ace and image:
+        return Path(ace), Path(image)
+    found = _registered(grammar)
+    if isinstance(found, str):
+        pytest.skip(f"needs real ACE: set LIT_ACE and {var}, or register {grammar} with "
+                    f"`lit grammar add` ({found})")
+    return found
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from pathlib import Path
 from delphin.codecs import simplemrs
 from delphin.mrs import MRS, is_isomorphic
 
-from lit.ace import GenerationResult, ParseResult, Reading
+from lit.interface import GenerationResult, ParseResult, Reading
 
 _PRED = re.compile(r"\[\s*([^\s<\[\]]+?)(?:<[^>]*>)?\s+LBL:")
 

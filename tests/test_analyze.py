@@ -21,18 +21,18 @@ from conftest import recorded, snli_sample_path
 from delphin.codecs import simplemrs
 from typer.testing import CliRunner
 
-from lit.ace import ParseResult, Reading
 from lit.analyze import (
     Analysis,
     analyze_parsed,
     analyze_sentences,
     features,
-    index_ep,
     plot_analysis,
     read_input,
 )
 from lit.cli import app
 from lit.errors import InputError
+from lit.interface import ParseResult, Reading
+from lit.mrs import index_ep
 
 GRAMMARS = ["erg-1214", "erg-2018"]
 TENSE = {"past": "past", "pres": "present", "fut": "future"}

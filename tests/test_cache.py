@@ -286,7 +286,7 @@ def test_parser_cache_key():
 
 
 def test_with_real_parse_result(tmp_path):
-    from lit.ace import ParseResult, Reading
+    from lit.interface import ParseResult, Reading
 
     class _P:
         def parse(self, sentence):
@@ -367,16 +367,19 @@ def test_cli_default_cache_location(tmp_path, monkeypatch):
     # LIT_HOME, as in the container image) turns the cache off with a warning
     import logging
 
-    from lit.cli.transform import _parse_cache
+    from lit.cache import open_cache
+
+    def _parse_cache(path, no_cache, env):
+        return None if no_cache else open_cache(path, env=env)
 
     cache = _parse_cache(None, False, {"LIT_HOME": str(tmp_path / "home"),
                                        "LIT_CACHE": str(tmp_path / "elsewhere" / "c.sqlite")})
     assert cache is not None and cache.path == tmp_path / "elsewhere" / "c.sqlite"
     assert _parse_cache(None, True, {"LIT_HOME": str(tmp_path)}) is None
     # root (CI) can write anywhere, so stand in for the permission check
-    import lit.cli.transform as cli_transform
+    import lit.cache as cache_module
 
-    monkeypatch.setattr(cli_transform, "_writable", lambda path: False)
+    monkeypatch.setattr(cache_module, "_writable", lambda path: False)
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]

@@ -85,7 +85,7 @@ def test_malformed_line_names_it(tmp_path):
     assert f"{path}:2: malformed JSON" in result.stderr
     out = _out(runner.invoke(app, ["rerank", "--lm", "none", "--on-error", "skip", str(path)]))
     assert len(out) == 2 and out[1]["lineno"] == 2
-    assert out[1]["error"].startswith("invalid input: malformed JSON")
+    assert out[1]["error"].startswith("invalid-input: malformed JSON")
 
 
 def test_record_without_surfaces_names_the_line(tmp_path):

@@ -274,7 +274,8 @@ def test_main_job_with_real_ace(tmp_path, lit_home):
 
 @pytest.mark.ace
 def test_augment_nli_with_real_ace(lit_home):
-    from lit.pipeline import Report, Transformer, augment_nli
+    from lit.pipeline import Transformer, augment_nli
+    from lit.records import Report
 
     ace, image = real_ace("erg-1214")
     env = {"LIT_ACE": str(ace), "LIT_GRAMMAR_ERG_1214": str(image)}

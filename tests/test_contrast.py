@@ -9,7 +9,7 @@ import pytest
 
 from lit.contrast import contrast_sets, item_id, perturbation
 from lit.errors import InputError
-from lit.jsonl import read_jsonl
+from lit.formats.jsonl import read_jsonl
 from lit.spec import parse_spec
 
 

@@ -349,7 +349,8 @@ def test_pipeline_with_workers_reads_input_lazily(tmp_path):
     from conftest import snli_sample_path
     from fake_ace_support import fake_ace_env
 
-    from lit.pipeline import Transformer, open_worker, prepare_jobs
+    from lit.pipeline import Transformer
+    from lit.workers import open_worker, prepare_jobs
 
     with open(snli_sample_path(), encoding="utf-8") as f:
         rows = [_json.loads(next(f)) for _ in range(30)]

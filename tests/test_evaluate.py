@@ -212,7 +212,7 @@ def test_hand_computed_metrics_missing_wrong():
 def test_registry_and_builtin_phenomena_agree():
     with_registry = evaluate_records(records(), PREDICTIONS)
     builtin = evaluate_records(records(), PREDICTIONS,
-                               resolve=phenomenon_resolver(use_registry=False))
+                               resolve=phenomenon_resolver())
     assert with_registry.by_phenomenon == builtin.by_phenomenon == EXCLUDE_BY_PHENOMENON
     resolve = phenomenon_resolver()
     assert [resolve(t) for t in "o p pr f prog perf m n q i i2 pa s".split()] == [
@@ -227,7 +227,7 @@ def test_identity_and_unknown_rules(caplog):
         {"id": "a:zz;o", "spec": "zz;o", "gold_label": "neutral",
          "perturbation": {"premise": "zz", "hypothesis": "o"}}]}]
     ev = evaluate(sets, {"a": "neutral", "a:o;o": "neutral", "a:zz;o": "entailment"},
-                  resolve=phenomenon_resolver(use_registry=False))
+                  resolve=phenomenon_resolver())
     assert ev.by_phenomenon == {"identity": M(1, 1, 1, 1, 1, 1), "other": M(1, 1, 1, 0, 0, 0)}
     assert "unknown rule 'zz'" in caplog.text
 

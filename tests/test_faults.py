@@ -42,7 +42,8 @@ from typer.testing import CliRunner
 
 from lit.cli import app
 from lit.errors import ACEError, ChecksumError, RerankError
-from lit.pipeline import CATEGORIES, Report, Transformer, augment_nli
+from lit.pipeline import Transformer, augment_nli
+from lit.records import CATEGORIES, Report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_ace_support import fake_ace, fake_ace_env, read_log  # noqa: E402
@@ -619,7 +620,7 @@ class _NoRealization:
     def generate(self, m: Any) -> Any:
         from delphin.codecs import simplemrs
 
-        from lit.ace import GenerationResult
+        from lit.interface import GenerationResult
 
         if isinstance(m, str):
             m = simplemrs.decode(m)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from conftest import recorded
 from delphin.codecs import simplemrs
 
-from lit.ace import GenerationResult
 from lit.generate import (
     Expectation,
     blemish,
@@ -13,6 +12,7 @@ from lit.generate import (
     generate_candidates,
     normalize_surface,
 )
+from lit.interface import GenerationResult
 
 
 def test_normalize_whitespace_underscore_and_punctuation():

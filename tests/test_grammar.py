@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from lit.ace import probe_version as ace_version_of
 from lit.errors import ACEError, ChecksumError, GrammarError
 from lit.grammar import (
     Download,
     Grammar,
     GrammarProfile,
     Installation,
-    ace_version_of,
     current_platform,
     default_grammar,
     file_sha256,

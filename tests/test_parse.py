@@ -7,25 +7,16 @@ import io
 import json
 
 import pytest
+from delphin.codecs import simplemrs
 
 import lit.parse
-from lit.ace import GenerationResult, ParseResult, Reading
 from lit.errors import InputError
-from lit.parse import (
-    decode_mrs,
-    index_ep,
-    is_candidate,
-    mrs_for_generation,
-    normalize_surface,
-    parse_record,
-    read_mrs_inputs,
-    read_sentences,
-    roundtrips,
-    same_surface,
-    select_reading,
-    strip_lnk,
-    to_dmrs_json,
-)
+from lit.formats.mrs import read_mrs_items
+from lit.formats.text import read_sentences
+from lit.interface import GenerationResult, ParseResult, Reading
+from lit.mrs import decode_mrs, index_ep, mrs_for_generation, strip_lnk, to_dmrs_json
+from lit.parse import is_candidate, roundtrips, same_surface, select_reading, surface_key
+from lit.records import parse_record
 
 DOGS_BARK = (
     "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres ] RELS: < "
@@ -77,7 +68,7 @@ def test_same_surface(a, b, same):
 
 
 def test_normalize_keeps_inner_punctuation():
-    assert normalize_surface("Well, the dog barked...") == "well, the dog barked"
+    assert surface_key("Well, the dog barked...") == "well, the dog barked"
 
 
 def test_candidates():
@@ -163,8 +154,8 @@ def test_read_sentences_malformed_line_names_the_line(tmp_path):
     items = list(read_sentences(path, on_error="skip"))
     assert [i.error for i in items] == [
         None,
-        "invalid input: malformed JSON: Expecting value (column 14)",
-        "invalid input: no 'sentence' or 'text' string in the JSON object",
+        "invalid-input: malformed JSON: Expecting value (column 14)",
+        "invalid-input: no 'sentence' or 'text' string in the JSON object",
     ]
 
 
@@ -191,7 +182,7 @@ def test_parse_record():
     assert failed["error"] == "ACE process died (exit code -9)"
 
 
-def test_read_mrs_inputs_all_kinds():
+def test_read_mrs_items_all_kinds():
     lines = [
         DOGS_BARK,
         json.dumps({"id": "p1", "sentence": "Dogs bark.", "readings": [{"mrs": DOGS_NP},
@@ -204,28 +195,33 @@ def test_read_mrs_inputs_all_kinds():
         json.dumps({"id": "r2", "chain": "pa", "mrs": None,
                     "reason": "inapplicable: ARG2 is not an x variable"}),
     ]
-    items = list(read_mrs_inputs(io.StringIO("\n".join(lines) + "\n")))
+    items = list(read_mrs_items(io.StringIO("\n".join(lines) + "\n")))
     assert [(i.id, i.mrs is not None, i.error) for i in items] == [
         (1, True, None),
         ("p1", True, None),
         ("p2", False, "no parse"),
-        ("p3", False, "no selected reading (use --all for every reading)"),
+        ("p3", False, "no selected reading"),
         ("r1", True, None),
         ("r2", False, "inapplicable: ARG2 is not an x variable"),
     ]
-    assert items[1].mrs == DOGS_BARK and items[1].extra == {"sentence": "Dogs bark.",
+    assert simplemrs.encode(items[1].mrs) == simplemrs.encode(simplemrs.decode(DOGS_BARK))
+    assert items[1].extra == {"sentence": "Dogs bark.",
                                                             "reading": 1}
     assert items[4].extra == {"chain": "p"}
-    every = list(read_mrs_inputs(io.StringIO(lines[1] + "\n"), all_readings=True))
-    assert [(i.mrs, i.extra["reading"]) for i in every] == [(DOGS_NP, 0), (DOGS_BARK, 1)]
+    every = list(read_mrs_items(io.StringIO(lines[1] + "\n"), all_readings=True))
+    assert [(simplemrs.encode(i.mrs), i.extra["reading"]) for i in every] == [
+        (simplemrs.encode(simplemrs.decode(DOGS_NP)), 0),
+        (simplemrs.encode(simplemrs.decode(DOGS_BARK)), 1)]
 
 
-def test_read_mrs_inputs_bad_json_object():
+def test_read_mrs_items_bad_json_object():
     line = json.dumps({"id": 1, "text": "no mrs here"})
     with pytest.raises(InputError, match="<stdin>|line 1|needs 'mrs'"):
-        list(read_mrs_inputs(io.StringIO(line + "\n")))
-    (item,) = read_mrs_inputs(io.StringIO(line + "\n"), on_error="skip")
-    assert item.mrs is None and item.error.startswith("invalid input")
+        list(read_mrs_items(io.StringIO(line + "\n")))
+    (item,) = read_mrs_items(io.StringIO(line + "\n"), on_error="skip")
+    assert item.mrs is None and item.error.startswith("invalid-input")
     bad = json.dumps({"id": 1, "readings": [{"mrs": DOGS_BARK}], "selected": 4})
-    (item,) = read_mrs_inputs(io.StringIO(bad + "\n"))
+    with pytest.raises(InputError, match="'selected' is 4 but there are 1 readings"):
+        list(read_mrs_items(io.StringIO(bad + "\n")))
+    (item,) = read_mrs_items(io.StringIO(bad + "\n"), on_error="skip")
     assert "'selected' is 4 but there are 1 readings" in item.error

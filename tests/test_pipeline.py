@@ -14,11 +14,12 @@ import pytest
 from conftest import REPO, recorded
 from replay import ReplayGenerator, ReplayParser
 
-from lit.ace import GenerationResult, ParseResult
 from lit.errors import GrammarError, LitError, SpecError
+from lit.formats.jsonl import Skipped
 from lit.generate import clean_realizations
-from lit.jsonl import Skipped
-from lit.pipeline import CATEGORIES, NliFields, Report, Transformer, augment_nli
+from lit.interface import GenerationResult, ParseResult
+from lit.pipeline import Transformer, augment_nli
+from lit.records import CATEGORIES, NliFields, Report
 
 SAMPLE = REPO / "examples" / "snli_sample.jsonl"
 SPECS = "m;o,f;f+i,i;i,p;f,pa;pa,o;n"
@@ -365,3 +366,30 @@ def test_readme_python_api_examples():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+# -- the Python API reads the environment like the CLI (issue 13) -------------
+
+
+def test_transformer_finds_a_grammar_registered_under_lit_home(lit_home, tmp_path):
+    # only LIT_HOME is set (by the fixture); the grammar was registered there
+    from fake_ace_support import fake_ace
+
+    from lit.install import add_grammar
+
+    ace, image = fake_ace(tmp_path / "fake")
+    add_grammar("erg-1214", image=image, ace=ace, home=lit_home)
+    with Transformer("erg-1214", reranker=None) as t:
+        assert t.grammar is not None and t.grammar.image == image
+        assert t.grammar.source == "added"
+        assert t.transform_sentence("The dog chased the cat.", "n").status == "ok"
+
+
+def test_transformer_env_mapping_wins_over_the_environment(lit_home, tmp_path):
+    from fake_ace_support import fake_ace_env
+
+    env = {**fake_ace_env(tmp_path / "fake"), "LIT_HOME": str(tmp_path / "other-home")}
+    with Transformer("erg-1214", reranker=None, env=env) as t:
+        assert t.home == tmp_path / "other-home"
+        assert t.grammar is not None and str(t.grammar.image) == env["LIT_GRAMMAR_ERG_1214"]
+        assert t.grammar.source == "env"

@@ -15,16 +15,9 @@ from functools import lru_cache
 import pytest
 from conftest import recorded
 
-from lit.ace import GenerationResult, ParseResult, Reading
-from lit.parse import (
-    decode_mrs,
-    index_ep,
-    is_candidate,
-    mrs_for_generation,
-    select_reading,
-    strip_lnk,
-    to_dmrs_json,
-)
+from lit.interface import GenerationResult, ParseResult, Reading
+from lit.mrs import decode_mrs, index_ep, mrs_for_generation, strip_lnk, to_dmrs_json
+from lit.parse import is_candidate, select_reading
 
 GRAMMARS = ["erg-1214", "erg-2018"]
 

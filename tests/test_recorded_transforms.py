@@ -33,8 +33,8 @@ from delphin.codecs import simplemrs
 from delphin.mrs import is_isomorphic, is_well_formed
 
 from lit.grammar import load_profile
+from lit.mrs import index_ep
 from lit.rules import RuleSet, apply_chain
-from lit.transform import index_ep
 
 GRAMMARS = ("erg-1214", "erg-2018")
 THRESHOLD = 0.95

@@ -88,7 +88,7 @@ def test_pending_and_open_output(tmp_path):
 _WRITER = r'''
 """Copy input records to output slowly, resuming if asked (a test program)."""
 import sys, time
-from lit.jsonl import JsonlWriter, read_jsonl
+from lit.formats.jsonl import JsonlWriter, read_jsonl
 from lit.resume import open_output, pending
 
 

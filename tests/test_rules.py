@@ -11,7 +11,9 @@ import pytest
 from delphin.codecs import simplemrs
 
 from lit.errors import InputError, RuleError, SpecError
+from lit.formats.mrs import read_mrs_items
 from lit.grammar import load_profile
+from lit.mrs import index_ep
 from lit.rules import (
     Applied,
     Rule,
@@ -20,9 +22,8 @@ from lit.rules import (
     apply_chain,
     apply_from_iterable,
     load_rule_file,
-    read_mrs_items,
 )
-from lit.transform import DOG_CHASED_CAT, DOGS_BARK, index_ep
+from lit.transform import DOG_CHASED_CAT, DOGS_BARK
 
 RECORDED_NAMES = ["past", "present", "future", "progressive", "perfect", "may", "negation",
                   "question", "itcleft_arg1", "itcleft_arg2", "passive", "swap"]
@@ -253,7 +254,8 @@ def test_rule_dict_round_trip(rules):
 
 PLUGIN = '''
 from lit.rules import Rule
-from lit.transform import Inapplicable, set_property
+from lit.transform import Inapplicable
+from lit.mrs import set_property
 
 def _shout(m, sem):
     if m.variables[m.index].get("SF") == "comm":
@@ -324,7 +326,7 @@ def test_read_mrs_items_and_apply(rules, erg1214):
                                    "selected": None}),
                        json.dumps({"id": "c", "mrs": DOGS_BARK})]) + "\n"
     items = list(read_mrs_items(io.StringIO(lines)))
-    assert [(i.id, i.reason) for i in items] == [
+    assert [(i.id, i.error) for i in items] == [
         (1, None), ("a", None), ("b", "no selected reading"), ("c", None)]
     assert index_ep(items[1].mrs).predicate == "_bark_v_1"
     records = list(apply_from_iterable(items, rules.parse_chains("p,q"), erg1214))
@@ -341,7 +343,7 @@ def test_read_mrs_items_errors():
         list(read_mrs_items(bad))
     bad.seek(0)
     items = list(read_mrs_items(bad, on_error="skip"))
-    assert items[1].mrs is None and items[1].reason.startswith("invalid-input: invalid SimpleMRS")
+    assert items[1].mrs is None and items[1].error.startswith("invalid-input: invalid SimpleMRS")
     with pytest.raises(InputError, match="'selected' is 3"):
         list(read_mrs_items(io.StringIO('{"readings": [{"mrs": "x"}], "selected": 3}\n')))
     with pytest.raises(InputError, match="malformed JSON"):

@@ -220,7 +220,7 @@ def predict_cmd(
     Writes JSONL {"id", "label"} on stdout, ready for `lit evaluate`.
     """
     from lit import predict as pr_mod  # noqa: PLC0415
-    from lit.jsonl import JsonlWriter  # noqa: PLC0415
+    from lit.formats.jsonl import JsonlWriter  # noqa: PLC0415
 
     if not model:
         raise typer.BadParameter("give the model with --model ID_OR_PATH")
@@ -306,9 +306,7 @@ def _analyze_raw(an_mod: Any, sentences: Any, grammar: str | None, *, dedupe: bo
         kwargs["executable"] = g.ace
     if getattr(g, "ace_version", None):
         kwargs["ace_version"] = g.ace_version
-    semantics = getattr(getattr(g, "profile", None), "semantics", None) or {}
-    negation = semantics.get("negation") or "neg"
     sentences = list(sentences)
     with progress("parsing", total=len(sentences)) as bar, AceParser(g.image, **kwargs) as parser:
-        return an_mod.analyze_sentences(sentences, parser, dedupe=dedupe, negation=negation,
+        return an_mod.analyze_sentences(sentences, parser, dedupe=dedupe, semantics=g.profile,
                                         on_sentence=bar.advance)

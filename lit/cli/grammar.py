@@ -115,7 +115,8 @@ def _status(
     profile: Any, home: Path, env: dict[str, str], default: str | None = None
 ) -> dict[str, Any]:
     """One row of `lit grammar list`: what is installed for *profile*."""
-    from lit.grammar import ace_version_of, resolve_grammar
+    from lit.ace import probe_version as probe_ace_version
+    from lit.grammar import resolve_grammar
 
     row: dict[str, Any] = {
         "name": profile.name,
@@ -139,7 +140,7 @@ def _status(
     ace_version = g.ace_version
     if g.ace_source == "env" and g.ace is not None:
         try:
-            ace_version = ace_version_of(g.ace)
+            ace_version = probe_ace_version(g.ace)
         except ACEError as exc:
             row["error"] = str(exc)
     row.update(

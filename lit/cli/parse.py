@@ -19,7 +19,7 @@ import typer
 from lit.ace import DEFAULT_N, DEFAULT_TIMEOUT, DEFAULT_WATCHDOG
 from lit.cli._app import app
 from lit.cli._common import echo_summary, progress
-from lit.jsonl import JsonlWriter
+from lit.formats.jsonl import JsonlWriter
 
 
 class _Select(str, Enum):
@@ -84,7 +84,7 @@ def _count_lines(path: str | None) -> int | None:
 
 def _sentence_items(sentences: list[str] | None, input_path: str | None,
                     on_error: str) -> Iterator[Any]:
-    from lit.parse import SentenceItem, read_sentences
+    from lit.formats.text import SentenceItem, read_sentences
 
     if sentences:
         for i, sentence in enumerate(sentences, start=1):
@@ -167,8 +167,9 @@ def parse_command(
 
 def _parse_one(item: Any, parser: Any, generator: Any, method: str, max_words: int | None,
                dmrs: bool, tree: bool) -> dict[str, Any]:
-    from lit.ace import ParseResult
-    from lit.parse import parse_record, select_reading
+    from lit.interface import ParseResult
+    from lit.parse import select_reading
+    from lit.records import parse_record
 
     if item.sentence is None:
         return {"id": item.id, "sentence": None, "readings": [], "selected": None,
@@ -223,13 +224,13 @@ def generate_command(
     parse, rule not applicable) gets a line with the reason in "error".
     """
     from lit.ace import AceGenerator
-    from lit.parse import read_mrs_inputs
+    from lit.formats.mrs import read_mrs_items
 
     g = _grammar(grammar)
     kwargs = _ace_kwargs(g, timeout, watchdog)
     counts: Counter[str] = Counter()
     writer = JsonlWriter(sys.stdout)
-    items = read_mrs_inputs(input_path, all_readings=all_readings, on_error=on_error.value)
+    items = read_mrs_items(input_path, all_readings=all_readings, on_error=on_error.value)
     with AceGenerator(g.image, **kwargs) as generator, \
             progress("generating", total=_count_lines(input_path)) as bar:
         for item in items:

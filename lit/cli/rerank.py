@@ -26,7 +26,7 @@ from lit.cli._common import (
     progress,
 )
 from lit.errors import InputError
-from lit.jsonl import JsonlWriter, Skipped, read_jsonl
+from lit.formats.jsonl import JsonlWriter, Skipped, read_jsonl
 from lit.rerank import DEFAULT_LM
 
 
@@ -105,14 +105,14 @@ def rerank_command(
     def rows() -> Iterator[tuple[dict[str, Any], list[str] | None, int]]:
         for lineno, rec in read_jsonl(input_path, on_error=on_error.value):
             if isinstance(rec, Skipped):
-                yield {"lineno": rec.lineno, "error": f"invalid input: {rec.reason}"}, None, 0
+                yield {"lineno": rec.lineno, "error": f"invalid-input: {rec.reason}"}, None, 0
                 continue
             try:
                 surfaces = _surfaces(rec, lineno, str(name))
             except InputError as exc:
                 if on_error is _OnError.fail:
                     raise
-                yield {**rec, "error": f"invalid input: {exc.message}"}, None, 0
+                yield {**rec, "error": f"invalid-input: {exc.message}"}, None, 0
                 continue
             if raw:
                 yield rec, surfaces, 0

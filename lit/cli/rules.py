@@ -166,8 +166,9 @@ def apply_rules(
 
     Example: lit parse -g erg-1214 < sents.txt | lit rules apply -r p,f+i -g erg-1214
     """
-    from lit.jsonl import JsonlWriter
-    from lit.rules import apply_from_iterable, read_mrs_items
+    from lit.formats.jsonl import JsonlWriter
+    from lit.formats.mrs import read_mrs_items
+    from lit.rules import apply_from_iterable
 
     if on_error not in ("fail", "skip"):
         raise typer.BadParameter("must be 'fail' or 'skip'", param_hint="--on-error")
@@ -179,7 +180,7 @@ def apply_rules(
     with progress("applying rules") as bar:
         for item in read_mrs_items(input, on_error=on_error):
             if item.mrs is None:
-                key = "invalid" if (item.reason or "").startswith("invalid-input") else "no-mrs"
+                key = "invalid" if (item.error or "").startswith("invalid-input") else "no-mrs"
             for record in apply_from_iterable((item,), parsed, profile):
                 writer.write(record)
                 if item.mrs is not None:

@@ -6,7 +6,6 @@ Argument translation only: the work is done by :mod:`lit.pipeline` (and
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import os
@@ -31,12 +30,13 @@ from lit.cli._common import (
     make_reranker,
     progress,
 )
-from lit.errors import InputError, LitError
+from lit.errors import LitError
+from lit.formats import INPUT_FORMATS, OUTPUT_FORMATS
+from lit.parse import SELECT_METHODS
 from lit.rerank import DEFAULT_LM
 
 logger = logging.getLogger(__name__)
 
-_FORMATS = ("auto", "jsonl", "tsv", "csv", "text")
 _EPILOG = (
     "Example: lit transform --grammar erg-1214 --rules \"f;p+i,m;o,pa;pa,i;i,p;f\" "
     "--report report.json examples/snli_sample.jsonl > contrast.jsonl"
@@ -146,17 +146,21 @@ def transform_command(
     Each input item yields one line per spec, with status ok, skipped or
     error and a reason; a summary goes to stderr (and --report).
     """
-    from lit.grammar import lit_home
+    from lit.cache import open_cache
+    from lit.formats import format_of, read_input, write_output
+    from lit.grammar import default_grammar, lit_home, resolve_grammar, with_checksum
     from lit.nli import LabelTable
-    from lit.pipeline import NliFields, Report, Transformer
+    from lit.pipeline import Transformer
+    from lit.records import NliFields, Report
     from lit.rules import RuleSet
     from lit.spec import parse_specs
+    from lit.workers import ENGINES, worker_map
 
-    _choice("--input-format", input_format, _FORMATS)
-    _choice("--format", output_format, ("jsonl", "contrast-sets"))
-    _choice("--select", select, ("roundtrip", "first"))
+    _choice("--input-format", input_format, ("auto", *INPUT_FORMATS))
+    _choice("--format", output_format, OUTPUT_FORMATS)
+    _choice("--select", select, SELECT_METHODS)
     _choice("--on-error", on_error, ("fail", "skip"))
-    _choice("--engine", engine, ("local", "ray"))
+    _choice("--engine", engine, ENGINES)
     if resume and output is None:
         raise typer.BadParameter("needs --output FILE (the file to continue)",
                                  param_hint="--resume")
@@ -167,11 +171,19 @@ def transform_command(
         raise typer.BadParameter("needs --engine ray", param_hint="--ray-address")
     if hf is not None and input not in (None, "-"):
         raise typer.BadParameter("give either INPUT or --hf, not both", param_hint="--hf")
+    if hf is not None:
+        from lit.formats.hf import split_spec
+
+        try:
+            split_spec(hf)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--hf") from exc
 
     env = dict(os.environ)
+    home = lit_home(env)
     quiet = is_quiet(ctx)
     ruleset = RuleSet.load(rules_dir or ())
-    fmt = _format_of(input, input_format) if hf is None else "hf"
+    fmt = format_of(input, input_format) if hf is None else "hf"
     specs = parse_specs(rules, ruleset, pair=None if fmt != "text" else False)
     single = not specs[0].is_pair
     if any(s.is_pair == single for s in specs):
@@ -188,22 +200,28 @@ def transform_command(
         fields = NliFields(premise_field or base.premise, hypothesis_field or base.hypothesis,
                            label_field or base.label, id_field)
 
-    items, total, label_names = _read_items(input, fmt, hf, on_error)
+    source = input if hf is None else hf
+    items = read_input(source, fmt, on_error=on_error)
     reranker = make_reranker(lm, gguf_file, device, batch_size)
     rep = Report(specs={s.text: Counter() for s in specs})  # every spec, even with no items
+    resolved = resolve_grammar(grammar or default_grammar(home=home), home=home, env=env)
+    parse_cache = None if no_cache else open_cache(cache, env=env)
+    if parse_cache is not None:
+        resolved = with_checksum(resolved)  # once here, not once per worker
     # what the ACE-bound stage needs, in this process and in every worker
-    options: dict[str, Any] = dict(grammar=grammar, rules=ruleset, select=select, verify=verify,
-                                   n=readings, home=lit_home(env), env=env, max_words=max_words,
+    options: dict[str, Any] = dict(grammar=resolved, rules=ruleset, select=select,
+                                   verify=verify, n=readings, max_words=max_words, env=env,
                                    ace_options={"timeout": timeout, "watchdog": watchdog})
-    parse_cache = _parse_cache(cache, no_cache, env)
+    prepare_map = worker_map(
+        dict(options, cache=None if parse_cache is None else parse_cache.path),
+        engine=engine, workers=workers, address=ray_address)
     transformer = Transformer(
         **options, reranker=reranker, labels=table, candidates=candidates, keep_mrs=keep_mrs,
-        cache=parse_cache, prepare_map=_prepare_map(engine, workers, ray_address, options,
-                                                    parse_cache),
+        cache=parse_cache, prepare_map=prepare_map,
     )
     done: Any = frozenset()
     if output is not None:
-        from lit.pipeline import record_keys
+        from lit.records import record_keys
         from lit.resume import open_output
 
         try:
@@ -216,31 +234,19 @@ def transform_command(
             typer.echo(f"resuming: {state.records} records already in {output}", err=True)
     else:
         out = sys.stdout
-    from lit.jsonl import JsonlWriter
-
-    writer = JsonlWriter(out)
-    bar_cm: Any = nullcontext(_NoBar()) if quiet else progress("transform", total=total)
+    bar_cm: Any = nullcontext(_NoBar()) if quiet else progress("transform", total=items.total)
     with transformer, bar_cm as bar:
         if single:
-            records = _sentence_records(transformer, items, specs, sentence_field, id_field,
-                                        done)
+            records = transformer.transform_sentences(
+                _sentences(items.items, sentence_field, id_field), specs, done=done)
         else:
-            records = transformer.transform_pairs(items, specs, fields=fields,
-                                                  label_names=label_names, done=done)
-        counted = _count(records, rep, len(specs), bar)
-        if output_format == "contrast-sets":
-            from lit.contrast import contrast_sets
-
-            for cs in contrast_sets(counted):
-                writer.write(cs)
-        else:
-            for record in counted:
-                writer.write(record)
+            records = transformer.transform_pairs(items.items, specs, fields=fields,
+                                                  label_names=items.label_names, done=done)
+        write_output(_count(records, rep, len(specs), bar), out, output_format)
     if output is not None:
         out.close()
     summary = rep.to_dict()
-    summary.update(input=hf or input or "-", rules=rules,
-                   grammar=getattr(transformer.profile, "name", grammar),
+    summary.update(input=hf or input or "-", rules=rules, grammar=resolved.profile.name,
                    lm=None if reranker is None else lm, verify=verify)
     if report is not None:
         try:
@@ -262,15 +268,6 @@ def _choice(option: str, value: str, allowed: tuple[str, ...]) -> None:
                                  param_hint=option)
 
 
-def _format_of(path: str | None, fmt: str) -> str:
-    if fmt != "auto":
-        return fmt
-    if path in (None, "-"):
-        return "jsonl"
-    suffix = Path(path).suffix.lower()
-    return {".tsv": "tsv", ".csv": "csv", ".txt": "text"}.get(suffix, "jsonl")
-
-
 def _count(records: Any, rep: Any, n_specs: int, bar: Any) -> Iterator[dict[str, Any]]:
     n = 0
     for record in records:
@@ -282,172 +279,15 @@ def _count(records: Any, rep: Any, n_specs: int, bar: Any) -> Iterator[dict[str,
         yield record
 
 
-def _line_count(path: str) -> int | None:
-    try:
-        with open(path, "rb") as f:
-            return sum(1 for line in f if line.strip())
-    except OSError:
-        return None
+def _sentences(items: Any, sentence_field: str | None, id_field: str | None) -> Iterator[Any]:
+    """Plain-sentence items from any input: a dict's sentence field (default
+    ``sentence``, else ``sentence1``) and id, or the item as it is."""
+    for pos, item in enumerate(items, start=1):
+        if isinstance(item, dict):
+            key = sentence_field or ("sentence" if "sentence" in item else "sentence1")
+            item_id = item.get(id_field) if id_field else item.get("id", pos)
+            yield (item_id, item.get(key))
+        else:
+            yield item
 
 
-def _read_items(path: str | None, fmt: str, hf: str | None, on_error: str
-                ) -> tuple[Any, int | None, list[str] | None]:
-    """(items, total or None, label names or None) for the input."""
-    from lit.jsonl import read_jsonl, read_lines
-
-    if fmt == "hf":
-        assert hf is not None
-        ds = _load_hf(hf)
-        from lit.pipeline import _label_names
-
-        names = _label_names(ds, "label") or _label_names(ds, "gold_label")
-        return ds, len(ds), names
-    total = None if path in (None, "-") else _line_count(path)
-    mode: Any = on_error
-    if fmt == "jsonl":
-        return (rec for _, rec in read_jsonl(path, on_error=mode)), total, None
-    if fmt == "text":
-        return ((lineno, line) if isinstance(line, str) else line
-                for lineno, line in read_lines(path, on_error=mode)), total, None
-    return _read_table(path, "\t" if fmt == "tsv" else ",", on_error), total, None
-
-
-def _read_table(path: str | None, delimiter: str, on_error: str = "fail") -> Iterator[Any]:
-    """Rows as dicts; a bad row (column count, invalid UTF-8) raises InputError
-    naming the line, or with *on_error* "skip" is a Skipped record."""
-    from lit.jsonl import Skipped, open_text
-
-    name = "<stdin>" if path in (None, "-") else path
-    f = open_text(path)
-    try:
-        quoting: Any = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-        reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
-        header = next(reader, None)
-        if header is None:
-            return
-        for row in reader:
-            if not any(cell.strip() for cell in row):
-                continue
-            text = delimiter.join(row)
-            reason = None
-            if len(row) != len(header):
-                reason = f"{len(row)} columns, header has {len(header)}"
-            else:
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    reason = f"invalid UTF-8 at column {exc.start + 1}"
-            if reason is None:
-                yield dict(zip(header, row, strict=True))
-            elif on_error == "skip":
-                yield Skipped(reader.line_num, reason, text.encode("utf-8", "replace").decode())
-            else:
-                raise InputError(reason + "; fix the line or pass --on-error skip",
-                                 filename=name, lineno=reader.line_num)
-    finally:
-        if path not in (None, "-"):
-            f.close()
-
-
-def _load_hf(spec: str) -> Any:
-    parts = spec.rsplit(":", 2) if spec.count(":") >= 2 else spec.rsplit(":", 1)
-    if len(parts) < 2 or not all(parts):
-        raise typer.BadParameter(f"{spec!r}; expected NAME[:CONFIG]:SPLIT, e.g. snli:validation",
-                                 param_hint="--hf")
-    name, config, split = (parts[0], None, parts[1]) if len(parts) == 2 else parts
-    try:
-        import datasets
-    except ImportError as exc:
-        raise LitError("--hf needs the 'datasets' package: pip install 'lit-mrs[hf]'") from exc
-    try:
-        if Path(name).is_dir() and (Path(name) / "dataset_dict.json").exists():
-            return datasets.load_from_disk(name)[split]
-        if Path(name).is_dir() and (Path(name) / "dataset_info.json").exists():
-            return datasets.load_from_disk(name)
-        return datasets.load_dataset(name, config, split=split)
-    except KeyError as exc:
-        raise LitError(f"--hf {spec}: no split {split!r}") from exc
-    except (OSError, ValueError, FileNotFoundError) as exc:
-        raise LitError(f"--hf {spec}: cannot load the dataset: {exc}") from exc
-
-
-def _sentence_records(transformer: Any, items: Any, specs: Any, sentence_field: str | None,
-                      id_field: str | None, done: Any = frozenset()
-                      ) -> Iterator[dict[str, Any]]:
-    def sentences() -> Iterator[Any]:
-        for pos, item in enumerate(items, start=1):
-            if isinstance(item, dict):
-                key = sentence_field or ("sentence" if "sentence" in item else "sentence1")
-                item_id = item.get(id_field) if id_field else item.get("id", pos)
-                yield (item_id, item.get(key))
-            else:
-                yield item
-
-    return transformer.transform_sentences(sentences(), specs, done=done)
-
-
-def _parse_cache(path: Path | None, no_cache: bool, env: dict[str, str]) -> Any:
-    """The parse cache to use (``None`` with --no-cache).
-
-    The location is --cache, else ``LIT_CACHE``, else ``$LIT_HOME/cache``.
-    Where the default location is not writable (a shared or read-only
-    ``LIT_HOME``, as in the container image) the run goes on without a cache
-    and says so; a location the user named must work.
-    """
-    if no_cache:
-        return None
-    from lit.cache import ParseCache, default_cache_path
-    from lit.grammar import lit_home
-
-    if path is None and env.get("LIT_CACHE"):
-        path = Path(env["LIT_CACHE"])
-    if path is None:
-        path = default_cache_path(lit_home(env))
-        if not _writable(path):
-            logger.warning("parse cache off: %s is not writable; set LIT_CACHE or pass "
-                           "--cache PATH (--no-cache silences this)", path)
-            return None
-    return ParseCache(path)
-
-
-def _writable(path: Path) -> bool:
-    """Whether *path* (a file, maybe not yet there) can be created or written."""
-    if path.exists():
-        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    return os.access(parent, os.W_OK | os.X_OK)
-
-
-def _prepare_map(engine: str, workers: int | None, address: str | None,
-                 options: dict[str, Any], cache: Any) -> Any:
-    """The worker pool running the ACE-bound stage, or ``None`` to run it inline."""
-    from functools import partial
-
-    from lit.pipeline import open_worker, prepare_jobs
-
-    backend: Any
-    extra: dict[str, Any] = {}
-    if engine == "ray":
-        from lit import ray_engine as backend
-
-        backend.import_ray()  # fail now, with the install hint, not inside the run
-        extra["address"] = address
-    else:
-        from lit import engine as backend
-
-        workers = workers or backend.default_workers()
-        if workers == 1:
-            return None
-    # resolve (and checksum) the grammar once here, not once per worker
-    from lit.grammar import Grammar, default_grammar, resolve_grammar
-
-    grammar = options.get("grammar")
-    if not isinstance(grammar, Grammar):
-        home = options.get("home")
-        grammar = resolve_grammar(grammar or default_grammar(home=home), home=home,
-                                  env=options.get("env"))
-    worker_options = dict(options, grammar=grammar, cache=None if cache is None else cache.path)
-    return partial(backend.ordered_map, prepare_jobs, workers=workers, init=open_worker,
-                   initargs=(worker_options,), **extra)

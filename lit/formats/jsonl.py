@@ -1,4 +1,4 @@
-"""Reading and writing records: JSONL, plain text, and lit's own outputs.
+"""The JSONL format, and the line reader every text format builds on.
 
 Every reader yields ``(lineno, record)`` pairs so that errors and skips can
 name the line they come from. Malformed lines raise :class:`~lit.errors.InputError`
@@ -232,3 +232,41 @@ def write_jsonl(records: Iterable[Mapping[str, Any]], stream: IO[str]) -> int:
 
 def path_or_none(value: str | os.PathLike[str] | None) -> Path | None:
     return None if value is None or value == "-" else Path(value)
+
+
+def read(
+    source: str | os.PathLike[str] | IO[str] | IO[bytes] | None, *, on_error: OnError = "fail"
+) -> Iterator[dict[str, Any] | Skipped]:
+    """The input items of a JSONL file: its objects (or :class:`Skipped` lines)."""
+    return (record for _, record in read_jsonl(source, on_error=on_error))
+
+
+def write(records: Iterable[Mapping[str, Any]], stream: IO[str]) -> int:
+    """The ``jsonl`` output format: one record per line (see :func:`write_jsonl`)."""
+    return write_jsonl(records, stream)
+def _input_lines(
+    source: Any, name: str, on_error: str
+) -> Iterator[tuple[int, str | dict[str, Any] | None, str | None]]:
+    """Yield ``(lineno, value, error)`` for each non-blank line of *source*.
+
+    *value* is the stripped text of a plain line, or the JSON object on a
+    line that starts with ``{``. A line that cannot be read raises
+    :class:`~lit.errors.InputError`, or with ``on_error="skip"`` comes with
+    *value* ``None`` and the reason in *error*.
+    """
+    skip = on_error == "skip"
+    for lineno, line in read_lines(source, on_error="skip" if skip else "fail"):
+        if isinstance(line, Skipped):
+            yield lineno, None, f"invalid-input: {line.reason}"
+        elif not line.strip():
+            continue
+        elif not line.lstrip().startswith("{"):
+            yield lineno, line.strip(), None
+        else:
+            obj = _json_object(line, name, lineno, skip=skip)
+            if isinstance(obj, str):
+                yield lineno, None, f"invalid-input: {obj}"
+            else:
+                yield lineno, obj, None
+
+
