@@ -717,3 +717,32 @@ def test_readme_curl_examples_work(api):
         assert status == 200, (body, out)
     for path in gets:
         assert api.get(path)[0] == 200
+
+
+@pytest.mark.ace
+def test_real_ace_the_dog_chased_the_cat(rules, labels, tmp_path):
+    """Done means: with a real ACE and ERG 1214, readings and the chains p,pa,i,n."""
+    from conftest import real_ace
+
+    ace, image = real_ace("erg-1214")
+    grammar = Grammar(load_profile("erg-1214"), image, ace, "env", None, None)
+    pool = ace_pool(grammar, 2, n=10)
+    explorer = Explorer(pool, grammar.profile, rules=rules, labels=labels)
+    try:
+        parsed = explorer.parse("The dog chased the cat.")
+        assert parsed["readings"] and parsed["selected"] is not None
+        chosen = parsed["readings"][parsed["selected"]]
+        assert chosen["roundtrip"] and chosen["index_ep"] == "_chase_v_1"
+        assert chosen["dmrs"]["nodes"] and chosen["dmrs"]["links"]
+        out = explorer.transform("The dog chased the cat.", "p,pa,i,n", candidates=5)
+    finally:
+        pool.close()
+    by_spec = {r["spec"]: r for r in out["records"]}
+    assert by_spec["p"]["reason"] == "inapplicable: TENSE is already past"
+    expected = {"pa": "The cat was chased by the dog.", "i": "It is the dog that chased the cat.",
+                "n": "The dog didn't chase the cat."}
+    for spec, sentence in expected.items():
+        rec = by_spec[spec]
+        assert rec["status"] == "ok", rec["reason"]
+        assert sentence in [c["sentence"] for c in rec["candidates"]] or \
+            sentence.replace("didn't", "did not") in [c["sentence"] for c in rec["candidates"]]

@@ -226,3 +226,39 @@ def test_sentence_readings_chains_candidates_in_chromium(browser, server, shots)
 
     severe = [e for e in d.get_log("browser") if e.get("level") == "SEVERE"]
     assert severe == []  # no script errors, no blocked (off-site) loads
+
+
+@pytest.mark.ace
+def test_real_ace_in_chromium(browser, tmp_path, tiny_lm, shots):
+    """With a real ACE and ERG 1214: "The dog chased the cat." and the chains p,pa,i,n."""
+    from conftest import real_ace
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    ace, image = real_ace("erg-1214")
+    proc, url, _ = start_lit_serve(tmp_path, "--lm", str(tiny_lm), "--device", "cpu",
+                                   env={"LIT_ACE": str(ace), "LIT_GRAMMAR_ERG_1214": str(image)})
+    try:
+        d = browser
+        wait = WebDriverWait(d, 300)
+        d.get(url + "/")
+        wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"))
+        d.find_element(By.ID, "sentence").send_keys("The dog chased the cat.")
+        d.find_element(By.ID, "parse-button").click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#readings .reading"))
+        chosen = d.find_element(By.CSS_SELECTOR, "#readings .reading.in-use")
+        assert chosen.find_elements(By.CSS_SELECTOR, "svg.dmrs g.node.index")
+        rules = d.find_element(By.ID, "rules")
+        rules.clear()
+        rules.send_keys("p,pa,i,n")
+        d.find_element(By.ID, "transform-button").click()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#results .result")) == 4)
+        cards = {r.get_attribute("data-spec"): r
+                 for r in d.find_elements(By.CSS_SELECTOR, "#results .result")}
+        assert "TENSE is already past" in cards["p"].text
+        for spec in ("pa", "i", "n"):
+            assert "ok" in cards[spec].get_attribute("class").split(), cards[spec].text
+            assert cards[spec].find_elements(By.CSS_SELECTOR, "table.candidates td.score")
+        screenshot(d, shots / "serve-real-ace.png")
+    finally:
+        stop(proc)
