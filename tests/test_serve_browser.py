@@ -16,6 +16,7 @@ where one is missing.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -197,12 +198,16 @@ def test_sentence_readings_chains_candidates_in_chromium(browser, server, shots)
     assert all("ok" in r.get_attribute("class").split()
                for r in css(By.CSS_SELECTOR, "#results .result"))
 
-    # an NLI pair: new labels with the table rows that produced them
-    d.find_element(By.ID, "mode-pair").click()
-    d.find_element(By.ID, "premise").send_keys(BOY)
-    d.find_element(By.ID, "hypothesis").send_keys(DOG)
-    d.find_element(By.CSS_SELECTOR, "#gold option[value=entailment]").click()
+    # an NLI pair, pasted as an SNLI line: new labels with the table rows behind them
+    box = d.find_element(By.ID, "sentence")
+    box.clear()
+    box.send_keys(json.dumps({"sentence1": BOY, "sentence2": DOG, "gold_label": "entailment",
+                              "pairID": "x1"}))
     d.find_element(By.ID, "parse-button").click()
+    assert d.find_element(By.ID, "mode-pair").get_attribute("aria-selected") == "true"
+    assert d.find_element(By.ID, "premise").get_attribute("value") == BOY
+    assert d.find_element(By.ID, "hypothesis").get_attribute("value") == DOG
+    assert d.find_element(By.ID, "gold").get_attribute("value") == "entailment"
     wait.until(lambda d: len(css(By.CSS_SELECTOR, "#readings .sentence-block")) == 2
                and css(By.CSS_SELECTOR, '.sentence-block[data-sentence="1"] .reading'))
     rules = d.find_element(By.ID, "rules")

@@ -186,8 +186,28 @@
     return [$("sentence").value];
   }
 
+  // a pasted NLI record (an SNLI/MNLI JSON line) fills the pair fields
+  function pastedPair(text) {
+    var t = (text || "").trim();
+    if (t.charAt(0) !== "{") { return null; }
+    var rec;
+    try { rec = JSON.parse(t); } catch (e) { return null; }
+    var p = rec.sentence1 !== undefined ? rec.sentence1 : rec.premise;
+    var q = rec.sentence2 !== undefined ? rec.sentence2 : rec.hypothesis;
+    if (typeof p !== "string" || typeof q !== "string") { return null; }
+    var gold = rec.gold_label !== undefined ? rec.gold_label : rec.label;
+    return { premise: p, hypothesis: q, gold: typeof gold === "string" ? gold : null };
+  }
+
   function onParse(ev) {
     ev.preventDefault();
+    var pasted = pastedPair(state.mode === "pair" ? $("premise").value : $("sentence").value);
+    if (pasted) {
+      setMode("pair");
+      $("premise").value = pasted.premise;
+      $("hypothesis").value = pasted.hypothesis;
+      if (pasted.gold && state.labels && state.labels.labels.indexOf(pasted.gold) >= 0) { $("gold").value = pasted.gold; }
+    }
     var texts = sentences();
     if (texts.some(function (s) { return !s.trim(); })) {
       message(state.mode === "pair" ? "Type a premise and a hypothesis." : "Type a sentence.");
