@@ -12,7 +12,7 @@ from lit.cli._app import app
 
 # Command modules register themselves on ``app`` when imported; this order is
 # the order of `lit --help` (the pipeline's order).
-_COMMAND_MODULES = ("grammar", "parse", "rules", "rerank", "transform", "evaluate")
+_COMMAND_MODULES = ("grammar", "parse", "rules", "rerank", "transform", "evaluate", "serve")
 for _name in _COMMAND_MODULES:
     importlib.import_module(f"lit.cli.{_name}")
 
