@@ -153,7 +153,8 @@ def without_explain(record: dict) -> dict:
 
 def test_parse_is_the_lit_parse_record_explained(api, grammar):
     from lit.ace import AceGenerator, AceParser
-    from lit.parse import parse_record, select_reading
+    from lit.parse import select_reading
+    from lit.records import parse_record
 
     status, rec = api.post("/api/parse", {"sentence": BOY, "id": "b1"})
     assert status == 200

@@ -22,6 +22,10 @@ toggling between readings does not parse again. Requests carry a deadline;
 between ACE calls the explorer checks it and stops with
 :class:`TimeLimitError`. Nothing here reads files: requests carry text only.
 
+Why this module is long: it answers every explorer question (readings, their
+selection, chains on any reading, pairs with labels) with explanations that the
+command line does not produce.
+
 Example (needs ACE, or the tests' stand-in):
     >>> explorer = Explorer(pool, profile, rules=rules, labels=table)   # doctest: +SKIP
     >>> explorer.parse("The dog chased the cat.")["selected"]          # doctest: +SKIP
@@ -118,13 +122,13 @@ class Readings:
 
     def mrs(self, i: int) -> MRS:
         """Reading *i* as an MRS without character spans."""
-        from lit.parse import decode_mrs, strip_lnk
+        from lit.mrs import decode_mrs, strip_lnk
 
         return strip_lnk(decode_mrs(self.result.readings[i].mrs))
 
     def parsed(self, i: int | None) -> Any:
         """Reading *i* as the :class:`~lit.pipeline.Parsed` the pipeline would work on."""
-        from lit.pipeline import Parsed
+        from lit.records import Parsed
 
         r = self.result
         if r.error and not r.readings:
@@ -245,7 +249,7 @@ class Explorer:
             RequestError: the sentence is empty or too long
             TimeLimitError, BusyError: the request ran out of time
         """
-        from lit.parse import parse_record
+        from lit.records import parse_record
 
         self._check_sentence(sentence, "sentence")
         deadline = self._deadline(deadline)
@@ -411,7 +415,7 @@ class Explorer:
     # -- one side: a reading transformed by one chain -------------------------
 
     def _untouched(self, sentence: str) -> Any:
-        from lit.pipeline import SentenceResult
+        from lit.records import SentenceResult
 
         return SentenceResult(sentence, None, "ok", sentence=sentence)
 
@@ -424,7 +428,7 @@ class Explorer:
         apply the chain, generate, clean, rank, verify.
         """
         from lit.generate import Expectation, clean_realizations
-        from lit.pipeline import SentenceResult
+        from lit.records import SentenceResult
         from lit.rerank import rank_candidates
         from lit.rules import apply_chain
 
@@ -485,7 +489,7 @@ class Explorer:
                               text), explain
 
     def _verified(self, backend: Any, sentence: str, expectation: Any) -> bool:
-        from lit.parse import decode_mrs, strip_lnk
+        from lit.mrs import decode_mrs, strip_lnk
 
         for reading in self._parse(backend, sentence).readings:
             try:
@@ -523,7 +527,8 @@ class Explorer:
 
     def _reading_info(self, backend: Any, result: Any, i: int) -> ReadingInfo:
         from lit.generate import clean_realizations
-        from lit.parse import decode_mrs, index_ep, is_candidate, same_surface, strip_lnk
+        from lit.mrs import decode_mrs, index_ep, strip_lnk
+        from lit.parse import is_candidate, same_surface
 
         try:
             m = strip_lnk(decode_mrs(result.readings[i].mrs))
@@ -587,7 +592,7 @@ class Explorer:
         return result
 
     def _generate(self, backend: Any, m: MRS) -> Any:
-        from lit.parse import mrs_for_generation
+        from lit.mrs import mrs_for_generation
 
         key = mrs_for_generation(m)
         result = self._realizations.get(key)
