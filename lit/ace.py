@@ -52,7 +52,8 @@ import re
 import shutil
 import subprocess
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
@@ -78,6 +79,8 @@ __all__ = [
     "DEFAULT_WATCHDOG",
     "DEFAULT_MAX_CHART_MEGABYTES",
     "DEFAULT_MAX_UNPACK_MEGABYTES",
+    "RETRY_FACTOR",
+    "classify_error",
 ]
 
 logger = logging.getLogger(__name__)
@@ -88,6 +91,8 @@ DEFAULT_TIMEOUT = 10
 """ACE's own per-item time limit in seconds (``--timeout``)."""
 DEFAULT_WATCHDOG = 30.0
 """Wall-clock seconds per item after which lit kills and restarts ACE."""
+RETRY_FACTOR = 2.0
+"""How much larger the time limits are when an item cut by one is retried."""
 DEFAULT_MAX_CHART_MEGABYTES = 1200
 DEFAULT_MAX_UNPACK_MEGABYTES = 1500
 
@@ -351,6 +356,8 @@ class _AceProcess:
         ace_version: str | Sequence[int] | None,
         startup_wait: float,
         close_timeout: float,
+        fresh: bool = False,
+        timeout_retries: int = 1,
     ) -> None:
         self.image = Path(image).expanduser()
         if not self.image.is_file():
@@ -376,8 +383,12 @@ class _AceProcess:
         self.retries = retries
         self.startup_wait = startup_wait
         self.close_timeout = close_timeout
+        self.fresh = fresh
+        self.timeout_retries = timeout_retries
         self.restarts = 0
         """How many times the process was restarted after a crash or hang."""
+        self.renewals = 0
+        """How many times an idle process was replaced (``fresh`` mode, retries)."""
         self.items = 0
         """How many items were sent to ACE."""
         self._tails: dict[int, _StderrTail] = {}
@@ -504,12 +515,73 @@ class _AceProcess:
             proc._lit_may_open = False
         logger.info("ACE %s restarted (pid %d)", self._kind, proc._p.pid)
 
+    def _renew(self) -> None:
+        """Replace the idle ACE process by a new one (``fresh`` mode)."""
+        proc = self._proc
+        p = proc._p
+        try:  # politely: end of input (ACE exits at once), then kill
+            if p.stdin is not None:
+                p.stdin.close()
+            p.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self._reap(p)
+        self.renewals += 1
+        proc._lit_may_open = True
+        try:
+            proc._open()
+        finally:
+            proc._lit_may_open = False
+
+    @contextmanager
+    def _limits_scaled(self, factor: float) -> Iterator[None]:
+        """Run with ACE's ``--timeout`` and the watchdog *factor* times larger.
+
+        ACE takes its options at start, so the process is restarted with the
+        larger limit and again with the usual one afterwards.
+        """
+        proc = self._proc
+        usual, watchdog = list(proc.cmdargs), self.watchdog
+        timeout = _option_value(usual, "--timeout")
+        scaled = [a for a in usual]
+        if timeout is not None:
+            i = scaled.index("--timeout") if "--timeout" in scaled else -1
+            if i >= 0:
+                scaled[i + 1] = str(_int_seconds(float(timeout) * factor))
+        proc.cmdargs = scaled
+        if watchdog is not None:
+            self.watchdog = watchdog * factor
+        self._renew()
+        try:
+            yield
+        finally:
+            proc.cmdargs = usual
+            if watchdog is not None:
+                self.watchdog = watchdog
+            if not self._closed:
+                self._renew()
+
+    def _retry_transient(self, result: Any, again: Callable[[], Any]) -> Any:
+        """*result*, or if a time limit cut it, the result of *again* with the
+        limits scaled by :data:`RETRY_FACTOR` (``timeout_retries`` times)."""
+        tries = 0
+        while result.failure == "timeout" and tries < self.timeout_retries and not self._closed:
+            tries += 1
+            logger.info("ACE %s: %s; retrying with %g times the time limits",
+                        self._kind, result.error, RETRY_FACTOR)
+            with self._limits_scaled(RETRY_FACTOR ** tries):
+                result = again()
+        return result
+
     # -- items ------------------------------------------------------------
 
-    def _interact(self, datum: str) -> tuple[Any, str | None]:
-        """Send *datum*; return ``(response, None)`` or ``(None, reason)``."""
+    def _interact(self, datum: str) -> tuple[Any, str | None, str | None]:
+        """Send *datum*; return ``(response, None, None)`` or ``(None, reason,
+        failure)`` with *failure* one of :data:`lit.interface.FAILURES`."""
         if self._closed:
             raise ACEError(f"the ACE {self._kind} is closed")
+        if self.fresh and self._items_on_process:
+            self._renew()
         attempt = 0
         while True:
             proc = self._proc
@@ -546,19 +618,19 @@ class _AceProcess:
                 self._restart()
                 return None, (
                     f"ACE timed out after {self.watchdog:g} s (watchdog); process restarted"
-                )
+                ), "timeout"
             if problem is None and p.poll() is None:
                 self._items_on_process += 1
-                return response, None
+                return response, None, None
             if problem is None:
                 # a complete answer, then the process exited: keep the answer
                 logger.warning("ACE %s exited after an item; restarting", self._kind)
                 self._restart()
-                return response, None
+                return response, None, None
             if problem != "died":
                 logger.warning("%s; restarting ACE %s", problem, self._kind)
                 self._restart()
-                return None, problem + "; process restarted"
+                return None, problem + "; process restarted", "crash"
             tail = self._tails.get(p.pid)
             code = self._reap(p)
             if code > 0 and self._items_on_process == 0:
@@ -576,7 +648,7 @@ class _AceProcess:
                 logger.info("retrying the item on the fresh ACE process (retry %d)", attempt)
                 continue
             tries = f" {attempt + 1} times" if attempt else ""
-            return None, f"ACE process died{tries} (exit code {code}); restarted{detail}"
+            return None, f"ACE process died{tries} (exit code {code}); restarted{detail}", "crash"
 
     def _check(self, response: Any) -> None:
         """Raise ValueError if *response* is not a well-formed answer."""
@@ -638,11 +710,36 @@ def _common_args(
     return args
 
 
-def _ace_errors(response: Any) -> str | None:
+def _ace_errors(response: Any) -> tuple[str | None, str | None]:
+    """ACE's error messages for an item, and their :func:`classify_error`."""
     messages = [str(e) for e in response.get("ERRORS") or ()]
     if response.get("error"):
         messages.append(str(response["error"]))
-    return "ACE: " + "; ".join(messages) if messages else None
+    if not messages:
+        return None, None
+    text = "ACE: " + "; ".join(messages)
+    return text, classify_error(text)
+
+
+def classify_error(message: str) -> str:
+    """The failure (one of :data:`lit.interface.FAILURES`) an ACE message reports.
+
+    Example:
+        >>> classify_error("ACE: timeout, ran out of time while unpacking")
+        'timeout'
+        >>> classify_error("ACE: post-reduction lexical gap")
+        'lexical-gap'
+        >>> classify_error("ACE: hit RAM limit while unpacking")
+        'resource'
+    """
+    text = message.lower()
+    if "lexical gap" in text:
+        return "lexical-gap"
+    if any(w in text for w in ("timeout", "timed out", "out of time", "taking too long")):
+        return "timeout"
+    if any(w in text for w in ("ram limit", "too much ram", "memory", "edge limit")):
+        return "resource"
+    return "error"
 
 
 class AceParser(_AceProcess):
@@ -671,6 +768,14 @@ class AceParser(_AceProcess):
         startup_wait: seconds to watch a new ACE for an immediate exit (a bad
             image); an exit later, before the first answer, is detected too
         close_timeout: seconds to let ACE finish after end of input
+        fresh: a new ACE process for every item (after the first), so that
+            the answer depends on the item alone: without a parse-ranking
+            model, which readings ACE returns under ``-n`` depends on what
+            the same process parsed before
+        timeout_retries: how often an item cut by a time limit (ACE's
+            ``--timeout`` or the watchdog) is tried again, each time with
+            limits :data:`RETRY_FACTOR` times larger, before it is reported
+            with ``failure == "timeout"``
     Raises:
         ACEError: ACE or the image is missing, or ACE exits at start
     Example:
@@ -697,6 +802,8 @@ class AceParser(_AceProcess):
         extra_args: Sequence[str] = (),
         startup_wait: float = 0.2,
         close_timeout: float = 5.0,
+        fresh: bool = True,
+        timeout_retries: int = 1,
     ) -> None:
         if n is not None and n < 1:
             raise ValueError(f"n must be >= 1 or None, not {n!r}")
@@ -714,6 +821,8 @@ class AceParser(_AceProcess):
             ace_version=ace_version,
             startup_wait=startup_wait,
             close_timeout=close_timeout,
+            fresh=fresh,
+            timeout_retries=timeout_retries,
         )
 
     def __enter__(self) -> AceParser:
@@ -726,13 +835,22 @@ class AceParser(_AceProcess):
                 raise ValueError(f"a result without an MRS: {str(result)[:200]}")
 
     def parse(self, sentence: str) -> ParseResult:
-        """Parse *sentence*; failures come back as a result with ``error``."""
+        """Parse *sentence*; failures come back as a result with ``error``.
+
+        A parse cut by a time limit is tried again with larger limits
+        (*timeout_retries*); if it is cut again, its ``failure`` is
+        ``"timeout"`` (transient: no answer).
+        """
         line = _one_line(sentence)
         if not line:
-            return ParseResult(sentence, (), "empty sentence: nothing to parse")
-        response, error = self._interact(line)
+            return ParseResult(sentence, (), "empty sentence: nothing to parse", "invalid")
+        return self._retry_transient(self._parse_line(sentence, line),
+                                     lambda: self._parse_line(sentence, line))
+
+    def _parse_line(self, sentence: str, line: str) -> ParseResult:
+        response, error, failure = self._interact(line)
         if response is None:
-            return ParseResult(sentence, (), error)
+            return ParseResult(sentence, (), error, failure)
         readings = tuple(
             Reading(
                 mrs=res["mrs"].strip(),
@@ -743,7 +861,7 @@ class AceParser(_AceProcess):
         )
         if self.n:
             readings = readings[: self.n]
-        return ParseResult(sentence, readings, _ace_errors(response))
+        return ParseResult(sentence, readings, *_ace_errors(response))
 
     def parse_from_iterable(self, sentences: Iterable[str]) -> Iterator[ParseResult]:
         """Yield a :class:`ParseResult` for each of *sentences*, in order."""
@@ -779,6 +897,8 @@ class AceGenerator(_AceProcess):
         extra_args: Sequence[str] = (),
         startup_wait: float = 0.2,
         close_timeout: float = 5.0,
+        fresh: bool = False,
+        timeout_retries: int = 1,
     ) -> None:
         cmdargs = _common_args(timeout, max_chart_megabytes, max_unpack_megabytes)
         cmdargs += list(extra_args)
@@ -792,6 +912,8 @@ class AceGenerator(_AceProcess):
             ace_version=ace_version,
             startup_wait=startup_wait,
             close_timeout=close_timeout,
+            fresh=fresh,
+            timeout_retries=timeout_retries,
         )
 
     def __enter__(self) -> AceGenerator:
@@ -814,15 +936,19 @@ class AceGenerator(_AceProcess):
             line = mrs_for_generation(mrs)
         except ValueError as exc:
             text = mrs if isinstance(mrs, str) else repr(mrs)
-            return GenerationResult(text, (), f"invalid MRS: {exc}")
-        response, error = self._interact(line)
+            return GenerationResult(text, (), f"invalid MRS: {exc}", "invalid")
+        return self._retry_transient(self._generate_line(line),
+                                     lambda: self._generate_line(line))
+
+    def _generate_line(self, line: str) -> GenerationResult:
+        response, error, failure = self._interact(line)
         if response is None:
-            return GenerationResult(line, (), error)
+            return GenerationResult(line, (), error, failure)
         surfaces = tuple(
             str(res.get("surface", res.get("SENT"))).strip()
             for res in response.get("results") or ()
         )
-        return GenerationResult(line, surfaces, _ace_errors(response))
+        return GenerationResult(line, surfaces, *_ace_errors(response))
 
     def generate_from_iterable(self, mrss: Iterable[MRS | str]) -> Iterator[GenerationResult]:
         """Yield a :class:`GenerationResult` for each of *mrss*, in order."""

@@ -16,15 +16,17 @@ determines them:
 
 What is cached
 --------------
-Only results that would come out the same if the parse were repeated
-(:func:`is_cacheable`): results with readings; results without readings and
-without an error ("no parse"); errors whose text starts with one of
-:data:`DETERMINISTIC_ERRORS` (e.g. an empty sentence); and ACE's reports of
-hitting a memory cap (the caps are part of the key). Transient failures --
-a watchdog kill, an ACE crash or restart, a timeout (it depends on the load
-of the machine), unreadable output -- are *not* cached, so the next run tries
-again. Unknown error texts are not cached either. The policy can be replaced
-by passing *cacheable* to :class:`CachedParser`.
+Only answers, results that come out the same whenever the parse is
+repeated (:func:`is_cacheable`): results with readings; no-parses; lexical
+gaps; input that cannot be parsed (an empty sentence). Transient failures
+(:data:`lit.interface.TRANSIENT_FAILURES`: a time limit or watchdog, a
+memory limit, a crash, unreadable output) depend on the load of the machine
+and are *not* cached, so the next run tries again; unclassified errors are
+not cached either. An entry written under load is thus the same as one
+written on an idle machine. The readings themselves do not depend on what an
+ACE process parsed before (:class:`lit.ace.AceParser` starts a fresh process
+per sentence). Files of an earlier schema are purged when opened. The policy
+can be replaced by passing *cacheable* to :class:`CachedParser`.
 
 Concurrency
 -----------
@@ -66,29 +68,34 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Error texts (lower-cased prefixes) of deterministic failures, which are cached.
+#: Error texts (lower-cased prefixes) of deterministic failures, which are
+#: cached; used only for results that do not classify their failure.
 DETERMINISTIC_ERRORS: tuple[str, ...] = (
     "no parse",
     "no-parse",
     "empty sentence",
     "invalid-input",
-    "invalid input",
     "too long",
     "too many tokens",
 )
 
-#: Parts of ACE's own error messages that follow from the sentence and the
-#: memory caps in the key (cached), e.g. ``"ACE: hit RAM limit while unpacking"``.
-_DETERMINISTIC_PARTS: tuple[str, ...] = ("ram limit", "memory limit", "edge limit")
+#: Failures (:data:`lit.interface.FAILURES`) that are answers about the
+#: sentence and so are cached: a word the grammar cannot cover, input that
+#: cannot be parsed at all.
+_DETERMINISTIC_FAILURES = frozenset({"lexical-gap", "invalid"})
 
 #: Parts of error messages of transient failures (never cached, even if an
 #: otherwise deterministic marker is present).
 _TRANSIENT_PARTS: tuple[str, ...] = (
-    "timed out", "timeout", "watchdog", "died", "restart", "killed", "crash",
-    "unreadable", "broken pipe", "signal",
+    "timed out", "timeout", "out of time", "watchdog", "died", "restart", "killed", "crash",
+    "unreadable", "broken pipe", "signal", "ram limit", "memory", "edge limit",
 )
 
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
+# schema 1 (lit 0.1): entries could hold transient failures (memory limits) and
+# readings that depended on what the ACE process had parsed before; they are
+# removed when such a file is opened
+_PURGED_SCHEMAS = ("1",)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -166,21 +173,32 @@ class CacheKey:
 
 
 def is_cacheable(result: Mapping[str, Any]) -> bool:
-    """Whether a parse result (as a dict) is deterministic enough to cache.
+    """Whether a parse result (as a dict) is an answer, and so may be cached.
+
+    A result with readings and no failure, a no-parse, a lexical gap or
+    input that cannot be parsed is an answer. A transient failure (a time or
+    memory limit, a crash: :data:`lit.interface.TRANSIENT_FAILURES`) is not,
+    nor is an unclassified error. Results without a ``failure`` field are
+    judged by their error text.
 
     Example:
         >>> is_cacheable({"readings": [], "error": None})
         True
+        >>> is_cacheable({"readings": [], "error": "ACE: timeout", "failure": "timeout"})
+        False
         >>> is_cacheable({"readings": [], "error": "watchdog: ACE killed after 30 s"})
         False
     """
     error = result.get("error")
+    failure = result.get("failure")
+    if failure is not None:
+        return failure in _DETERMINISTIC_FAILURES
     if not error:
         return True
     text = str(error).strip().lower()
     if any(part in text for part in _TRANSIENT_PARTS):
         return False
-    return text.startswith(DETERMINISTIC_ERRORS) or any(p in text for p in _DETERMINISTIC_PARTS)
+    return text.startswith(DETERMINISTIC_ERRORS)
 
 
 def parser_cache_key(parser: Any, image_sha256: str, **options: Any) -> CacheKey:
@@ -194,7 +212,8 @@ def parser_cache_key(parser: Any, image_sha256: str, **options: Any) -> CacheKey
     if isinstance(version, (tuple, list)):
         version = ".".join(str(v) for v in version)
     cmdargs = list(getattr(parser, "cmdargs", ()))
-    return CacheKey.create(image_sha256, version, cmdargs=cmdargs, **options)
+    fresh = getattr(parser, "fresh", None)
+    return CacheKey.create(image_sha256, version, cmdargs=cmdargs, fresh=fresh, **options)
 
 
 def _corrupt(path: Path, exc: BaseException) -> CacheError:
@@ -308,6 +327,16 @@ class ParseCache:
             (_SCHEMA_VERSION,),
         )
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if row is not None and row[0] in _PURGED_SCHEMAS:
+            with conn:
+                n = conn.execute("DELETE FROM parses").rowcount
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
+                             (_SCHEMA_VERSION,))
+            logger.warning(
+                "parse cache %s was written by an earlier lit (schema %s): its %d entries "
+                "may hold cut-short parses or readings that depended on ACE's history, "
+                "and were removed", self.path, row[0], n)
+            row = (_SCHEMA_VERSION,)
         if row is None or row[0] != _SCHEMA_VERSION:
             found = None if row is None else row[0]
             raise CacheError(

@@ -1,8 +1,11 @@
 """MRS → candidate sentences: every realization, normalised and deduplicated.
 
 The generator returns every string the grammar licenses for an MRS, in its
-own order, duplicates included. :func:`clean_realizations` turns that list
-into clean, distinct candidates, keeping the grammar's order:
+own order, duplicates included. That order is not stable: the same MRS
+realized by ACE processes with different histories comes back with the same
+strings in another order. :func:`clean_realizations` turns the list into
+clean, distinct candidates in a canonical order (sorted by text), so that
+everything downstream depends on the MRS alone:
 
 * **normalised**: runs of whitespace become one space and the ends are
   stripped (ERG 1214 writes one article variant with a doubled space,
@@ -12,8 +15,7 @@ into clean, distinct candidates, keeping the grammar's order:
 * **deduplicated**: exact duplicates after normalisation are dropped, and so
   are *comma-only variants* — strings that differ only in their commas
   (``"It is two women which, will be embracing."``): of such a group the
-  variant with the fewest commas is kept (the first of those in grammar
-  order), at the position of the group's first member.
+  variant with the fewest commas is kept (the first in text order).
 * **dropped as blemished**: strings with a stray sentence-internal period
   after a single letter (ERG 1214's ``"A. man was looking ..."``) and
   strings that still contain an underscore (an unrealised predicate name).
@@ -44,6 +46,8 @@ __all__ = [
     "normalize_surface",
     "blemish",
     "clean_realizations",
+    "tokens",
+    "distance",
     "generate_candidates",
     "Expectation",
 ]
@@ -76,7 +80,7 @@ class Realizations:
     """The clean candidates from one generation, and what was dropped.
 
     Attributes:
-        candidates: distinct normalised strings, in grammar order
+        candidates: distinct normalised strings, in canonical (text) order
         dropped: ``(original string, reason)`` for each string not kept:
             ``"duplicate"``, ``"comma variant"`` or a blemish description
         total: how many strings the generator returned
@@ -127,8 +131,47 @@ def _comma_key(s: str) -> str:
     return _SPACES.sub(" ", s.replace(",", " ")).strip()
 
 
-def clean_realizations(surfaces: Iterable[str]) -> Realizations:
-    """Normalise, filter and deduplicate realizations, keeping grammar order."""
+_TOKEN = re.compile(r"\w+(?:'\w+)?|[^\w\s]")
+
+
+def tokens(s: str) -> list[str]:
+    """Word and punctuation tokens of *s*, case kept except a sentence-initial
+    capital (which moves with the first word).
+
+    Example:
+        >>> tokens("The dog didn't chase the cat.")
+        ['the', 'dog', "didn't", 'chase', 'the', 'cat', '.']
+    """
+    s = s.strip()
+    if s[:1].isupper() and not s[1:2].isupper():  # "The" -> "the", but "TV" stays
+        s = s[:1].lower() + s[1:]
+    return _TOKEN.findall(s)
+
+
+def distance(candidate: str, original: str) -> int:
+    """Word-level edit distance (:func:`nltk.edit_distance` over :func:`tokens`):
+    how much *candidate* departs from *original*.
+
+    Example:
+        >>> distance("The dog will chase the cat.", "The dog chased the cat.")
+        2
+        >>> distance("2 dogs bark.", "Two dogs bark.")
+        1
+    """
+    from nltk.metrics.distance import edit_distance
+
+    return int(edit_distance(tokens(candidate), tokens(original)))
+
+
+def clean_realizations(surfaces: Iterable[str], original: str | None = None) -> Realizations:
+    """Normalise, filter and deduplicate realizations, in a canonical order.
+
+    Candidates closest to *original* (the sentence that was transformed, by
+    :func:`distance`) come first, ties in text order; without *original*,
+    text order. Of comma-only variants, the closest to *original* is kept
+    (then the one with fewest commas). The result depends on the *set* of
+    *surfaces* only, not on their order.
+    """
     originals = list(surfaces)
     dropped: list[tuple[str, str]] = []
     groups: dict[str, list[tuple[int, str]]] = {}  # comma key -> members (order, text)
@@ -144,13 +187,17 @@ def clean_realizations(surfaces: Iterable[str]) -> Realizations:
             continue
         seen.add(s)
         groups.setdefault(_comma_key(s), []).append((i, s))
-    kept: list[tuple[int, str]] = []
+    def key(text: str) -> tuple[int, int, str]:
+        return (distance(text, original) if original is not None else 0, text.count(","), text)
+
+    kept: list[str] = []
     for members in groups.values():
-        best = min(members, key=lambda m: (m[1].count(","), m[0]))
-        kept.append((members[0][0], best[1]))
-        dropped.extend((text, "comma variant") for _, text in members if text != best[1])
-    kept.sort()
-    return Realizations(tuple(s for _, s in kept), tuple(dropped), len(originals))
+        best = min((text for _, text in members), key=key)
+        kept.append(best)
+        dropped.extend((text, "comma variant") for _, text in members if text != best)
+    dropped.sort()
+    kept.sort(key=lambda text: (key(text)[0], text))
+    return Realizations(tuple(kept), tuple(dropped), len(originals))
 
 
 def generate_candidates(generator: Any, m: Any) -> tuple[Realizations, str | None]:

@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from delphin.mrs import MRS
 
 __all__ = [
+    "FAILURES",
+    "TRANSIENT_FAILURES",
+    "TransientFailure",
     "Reading",
     "ParseResult",
     "GenerationResult",
@@ -30,6 +33,33 @@ __all__ = [
 ]
 
 
+
+
+#: Why an item has no (complete) answer. ``lexical-gap``: a word the grammar
+#: cannot cover (a no-parse); ``invalid``: input that cannot be sent (an empty
+#: sentence, an unreadable MRS); ``timeout``: ACE's time limit or lit's watchdog
+#: cut the item; ``resource``: a memory limit cut it; ``crash``: the process died
+#: or answered garbage; ``error``: any other message from ACE.
+FAILURES = ("lexical-gap", "invalid", "timeout", "resource", "crash", "error")
+
+#: Failures that say nothing about the item, only about the run (the load of the
+#: machine, a limit, a crash): such a result is never an answer, never cached,
+#: and the item is tried again in the next run.
+TRANSIENT_FAILURES = frozenset({"timeout", "resource", "crash"})
+
+
+class TransientFailure(Exception):
+    """A step could not be decided because of a transient failure (see
+    :data:`TRANSIENT_FAILURES`): e.g. the round trip of a reading timed out.
+
+    Control flow between lit's stages, not a :class:`~lit.errors.LitError`:
+    the item is recorded as an ``error`` with the *failure* as its category.
+    """
+
+    def __init__(self, failure: str, detail: str) -> None:
+        super().__init__(f"{failure}: {detail}")
+        self.failure = failure
+        self.detail = detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,23 +88,31 @@ class ParseResult:
     """The readings of *sentence*, best first.
 
     No readings and no *error* means the grammar has no analysis (a
-    no-parse); *error* says why the item failed (ACE timed out, died, ...).
+    no-parse); *error* says why the item failed (ACE timed out, died, ...)
+    and *failure* classifies it (one of :data:`FAILURES`).
     """
 
     sentence: str
     readings: tuple[Reading, ...] = ()
     error: str | None = None
+    failure: str | None = None
 
     @property
     def ok(self) -> bool:
         """``True`` if the item did not fail (it may still have no readings)."""
         return self.error is None
 
+    @property
+    def transient(self) -> bool:
+        """``True`` if a limit or crash cut the item: the result is no answer."""
+        return self.failure in TRANSIENT_FAILURES
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "sentence": self.sentence,
             "readings": [r.to_dict() for r in self.readings],
             "error": self.error,
+            "failure": self.failure,
         }
 
     @classmethod
@@ -83,6 +121,7 @@ class ParseResult:
             sentence=data["sentence"],
             readings=tuple(Reading.from_dict(r) for r in data.get("readings") or ()),
             error=data.get("error"),
+            failure=data.get("failure"),
         )
 
 
@@ -92,19 +131,28 @@ class GenerationResult:
 
     *mrs* is the SimpleMRS that was sent to ACE (one line, no character
     spans). No surfaces and no *error* means the grammar realizes nothing.
+    A *transient* result (a time or memory limit cut generation short) may
+    carry the realizations found so far; they are not all there are.
     """
 
     mrs: str
     surfaces: tuple[str, ...] = ()
     error: str | None = None
+    failure: str | None = None
 
     @property
     def ok(self) -> bool:
         """``True`` if the item did not fail (it may still have no surfaces)."""
         return self.error is None
 
+    @property
+    def transient(self) -> bool:
+        """``True`` if a limit or crash cut the item: the result is no answer."""
+        return self.failure in TRANSIENT_FAILURES
+
     def to_dict(self) -> dict[str, Any]:
-        return {"mrs": self.mrs, "surfaces": list(self.surfaces), "error": self.error}
+        return {"mrs": self.mrs, "surfaces": list(self.surfaces), "error": self.error,
+                "failure": self.failure}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GenerationResult:
@@ -112,6 +160,7 @@ class GenerationResult:
             mrs=data["mrs"],
             surfaces=tuple(data.get("surfaces") or ()),
             error=data.get("error"),
+            failure=data.get("failure"),
         )
 
 

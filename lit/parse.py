@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 from delphin.mrs import MRS
 
+from lit.interface import TransientFailure
 from lit.mrs import decode_mrs, index_ep, is_verbal, strip_lnk
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,14 +95,20 @@ def same_surface(a: str, b: str) -> bool:
 def roundtrips(reading: MRS | str, sentence: str, generator: Generator) -> bool:
     """``True`` if *generator* realizes *reading* (spans removed) as *sentence*.
 
-    A generation failure (timeout, crash) counts as no round trip; it is logged.
+    Raises:
+        TransientFailure: generation was cut by a time or memory limit or a
+            crash, so the question cannot be decided now (it is not a "no")
     """
     result = generator.generate(strip_lnk(decode_mrs(reading)))
+    target = surface_key(sentence)
+    if any(surface_key(s) == target for s in result.surfaces):
+        return True  # found, even among the realizations of a cut-short run
+    if getattr(result, "transient", False):
+        raise TransientFailure(result.failure or "timeout",
+                               f"round trip of a reading: {result.error}")
     if result.error:
         logger.info("round trip of a reading of %r failed: %s", sentence, result.error)
-        return False
-    target = surface_key(sentence)
-    return any(surface_key(s) == target for s in result.surfaces)
+    return False
 
 
 def select_reading(
@@ -122,6 +129,8 @@ def select_reading(
             the first reading that round-trips
     Raises:
         ValueError: unknown *method*, or ``roundtrip`` without a generator
+        TransientFailure: a round trip that was needed could not be
+            decided (a time or memory limit, a crash)
     Example:
         >>> select_reading(["[ TOP: h0 INDEX: e2 RELS: < > HCONS: < > ]"], "first")
         0

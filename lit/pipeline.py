@@ -54,7 +54,7 @@ from lit.grammar import (
     resolve_grammar,
     with_checksum,
 )
-from lit.interface import Generator, Parser
+from lit.interface import Generator, Parser, TransientFailure
 from lit.nli import LabelResult, LabelTable
 from lit.records import (
     NliFields,
@@ -337,14 +337,24 @@ class Transformer:
         from lit.parse import select_reading
 
         result = self._backend("parser").parse(sentence)
-        if result.error and not result.readings:
-            parsed = Parsed(sentence, 0, None, None, result.error)
+        failure = getattr(result, "failure", None)
+        if getattr(result, "transient", False):
+            parsed = Parsed(sentence, len(result.readings), None, None, result.error, failure)
+        elif result.error and not result.readings:
+            parsed = Parsed(sentence, 0, None, None, result.error, failure)
         else:
-            selected = select_reading(result, self.select, sentence=sentence,
-                                      generator=self.generator)
-            m = None if selected is None else strip_lnk(decode_mrs(result.readings[selected].mrs))
-            parsed = Parsed(sentence, len(result.readings), selected, m)
-        self._parses.put(sentence, parsed)
+            try:
+                selected = select_reading(result, self.select, sentence=sentence,
+                                          generator=self.generator)
+            except TransientFailure as exc:
+                parsed = Parsed(sentence, len(result.readings), None, None, exc.detail,
+                                exc.failure)
+            else:
+                m = None if selected is None else strip_lnk(
+                    decode_mrs(result.readings[selected].mrs))
+                parsed = Parsed(sentence, len(result.readings), selected, m)
+        if not parsed.transient:  # a cut-short answer is tried again next time
+            self._parses.put(sentence, parsed)
         return parsed
 
     def transform(self, sentence_or_mrs: str | MRS, chain: str) -> Any:
@@ -597,7 +607,8 @@ class Transformer:
         for job, cands in zip(pending, ranked, strict=True):
             self._choose(job, cands)
         for job in todo:
-            self._jobs.put((job.sentence, job.chain), job.result)
+            if job.result is not None and job.result.status != "error":
+                self._jobs.put((job.sentence, job.chain), job.result)  # failures: next time
 
     def _prepare(self, job: _Job) -> None:
         from lit.rules import apply_chain
@@ -613,17 +624,18 @@ class Transformer:
                                    f"{self.max_words} (not sent to ACE)")
         parsed = self.parse(job.sentence)
         if parsed.mrs is None:
-            reason = parsed.reason or "no-parse: no reading"
-            return done("error" if reason.startswith("error") else "skipped", reason)
+            return done(parsed.status, parsed.reason or "no-parse: no reading")
         applied = apply_chain(parsed.mrs, self.rules.parse_chain(job.chain), self.profile)
         if applied.mrs is None:
             return done("skipped", f"inapplicable: {applied.reason}")
         job.mrs = applied.mrs
         text = simplemrs.encode(applied.mrs, lnk=False)
         result = self._backend("generator").generate(applied.mrs)
+        if getattr(result, "transient", False):  # cut short: not all realizations
+            return done("error", f"{result.failure}: generation: {result.error}", text)
         if result.error and not result.surfaces:
             return done("error", f"error: generation failed: {result.error}", text)
-        job.realizations = clean_realizations(result.surfaces)
+        job.realizations = clean_realizations(result.surfaces, job.sentence)
         if not job.realizations.candidates:
             why = ("the grammar realizes nothing" if not job.realizations.total else
                    f"all {job.realizations.total} realizations had surface blemishes")
@@ -635,7 +647,12 @@ class Transformer:
         text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
         chosen = list(ranked)
         if self.verify and job.expectation is not None:
-            passing = [c for c in ranked if self._verified(c.sentence, job.expectation)]
+            try:
+                passing = [c for c in ranked if self._verified(c.sentence, job.expectation)]
+            except TransientFailure as exc:
+                job.result = SentenceResult(job.sentence, job.written, "error",
+                                            f"{exc.failure}: --verify: {exc.detail}", mrs=text)
+                return
             if not passing:
                 job.result = SentenceResult(
                     job.sentence, job.written, "skipped",
@@ -657,6 +674,8 @@ class Transformer:
                 continue
             if expectation.check(m):
                 return True
+        if getattr(result, "transient", False):
+            raise TransientFailure(result.failure, f"re-parse of {sentence!r}: {result.error}")
         logger.debug("--verify: %r lacks %s", sentence, expectation.describe())
         return False
 

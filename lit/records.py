@@ -28,6 +28,7 @@ from delphin.mrs import MRS
 
 from lit.formats.jsonl import Skipped
 from lit.generate import Candidate
+from lit.interface import TRANSIENT_FAILURES
 from lit.mrs import to_dmrs_json
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,9 +59,12 @@ logger = logging.getLogger(__name__)
 #: the values of a record's ``status`` field
 STATUSES = ("ok", "skipped", "error")
 
-#: categories of ``reason`` for skipped and failed records
+#: categories of ``reason`` for skipped and failed records: the first five are
+#: answers about the item (status ``skipped``); ``timeout``, ``resource`` and
+#: ``crash`` are transient failures (status ``error``; never cached, tried again
+#: in the next run); ``error`` is any other failure
 CATEGORIES = ("no-parse", "inapplicable", "no-realization", "unlabeled", "invalid-input",
-              "error")
+              "timeout", "resource", "crash", "error")
 
 _ID_FIELDS = ("id", "pairID", "idx", "guid")
 
@@ -95,10 +99,28 @@ class Parsed:
     selected: int | None
     mrs: MRS | None
     error: str | None = None
+    failure: str | None = None
+
+    @property
+    def transient(self) -> bool:
+        """``True`` if a limit or crash cut parsing or selection: no answer."""
+        return self.failure in TRANSIENT_FAILURES
 
     @property
     def reason(self) -> str | None:
-        """``None`` if a reading was selected, else a categorized reason."""
+        """``None`` if a reading was selected, else a categorized reason.
+
+        Example:
+            >>> Parsed("Hi §.", 0, None, None, "ACE: post-reduction lexical gap",
+            ...        "lexical-gap").reason
+            'no-parse: lexical gap: ACE: post-reduction lexical gap'
+            >>> Parsed("Dogs bark.", 3, None, None, "ACE timed out", "timeout").reason
+            'timeout: parse: ACE timed out'
+        """
+        if self.failure in TRANSIENT_FAILURES:
+            return f"{self.failure}: parse: {self.error}"
+        if self.failure == "lexical-gap":
+            return f"no-parse: lexical gap: {self.error}"
         if self.error is not None:
             return f"error: parse failed: {self.error}"
         if self.readings == 0:
@@ -106,6 +128,11 @@ class Parsed:
         if self.mrs is None:
             return f"no-parse: none of {self.readings} readings selected"
         return None
+
+    @property
+    def status(self) -> str:
+        """The record status of a sentence without a selected reading."""
+        return "skipped" if category(self.reason) in ("no-parse", "invalid-input") else "error"
 
 
 

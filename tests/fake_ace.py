@@ -66,6 +66,15 @@ input line, i.e. the sentence or the SimpleMRS):
     that takes long to fail)
 ``FAKE_ACE_DELAY=seconds``
     sleep that long before each answer (benchmarks, progress bars)
+``FAKE_ACE_SLOW=seconds``
+    slowness: each item (with ``FAKE_ACE_SLOW_ON=substring``, only those
+    items; with ``FAKE_ACE_SLOW_MODE=generate`` or ``parse``, only in that
+    mode) needs that many seconds of wall-clock time. If ``--timeout`` is
+    shorter, fake-ace answers as ACE does when its time limit (wall clock,
+    ``alarm()``) cuts an item: after ``--timeout`` seconds, with the error
+    ``timeout, ran out of time while unpacking`` and no readings (parsing)
+    or the first half of the realizations (generation); otherwise it
+    answers normally after the delay. Each item is logged (``"slow"``).
 ``FAKE_ACE_VERSION=x.y.z``
     the version ``-V`` reports (default 0.9.34)
 ``FAKE_ACE_LOG=path``
@@ -287,6 +296,25 @@ def _generate_answer(surfaces: list[str]) -> str:
             "(:treal . 1) (:tcpu . 1) (:others . 0)\n\n\n")
 
 
+def _slowness(line: str, mode: str, timeout: float | None) -> bool:
+    """Sleep as a slow item would; ``True`` if ACE's --timeout would cut it."""
+    seconds = os.environ.get("FAKE_ACE_SLOW")
+    if not seconds:
+        return False
+    only = os.environ.get("FAKE_ACE_SLOW_ON")
+    wanted = os.environ.get("FAKE_ACE_SLOW_MODE")
+    if (only and only not in line) or (wanted and wanted != mode):
+        return False
+    need = float(seconds)
+    cut = timeout is not None and need > timeout
+    _log("slow", input=line, seconds=need, timeout=timeout, cut=cut)
+    time.sleep(timeout if cut and timeout is not None else need)
+    return cut
+
+
+_TIMEOUT_ERROR = '(:error . "timeout, ran out of time while unpacking")'
+
+
 def _faults(line: str, out) -> None:  # noqa: ANN001
     flood = os.environ.get("FAKE_ACE_STDERR_FLOOD")
     if flood:
@@ -335,6 +363,7 @@ def main(argv: list[str]) -> int:
     image = _load_image(str(opts["-g"]))
     generate = "-e" in flags
     n = int(str(opts["-n"])) if "-n" in opts else (1 if "-1" in flags else None)
+    timeout = float(str(opts["--timeout"])) if "--timeout" in opts else None
     _log("start", argv=argv, mode="generate" if generate else "parse")
     replay = _Replay(image["grammar"], image["shared"])
     out = sys.stdout
@@ -368,6 +397,15 @@ def main(argv: list[str]) -> int:
         garbage = os.environ.get("FAKE_ACE_GARBAGE_ON")
         if garbage and garbage in line:
             out.write("this is not ACE output (:results . ((:oops\n\n\n")
+        elif _slowness(line, "generate" if generate else "parse", timeout):
+            if generate:
+                surfaces = replay.realizations(line)
+                answer = _generate_answer(surfaces[: len(surfaces) // 2])
+            else:
+                answer = _parse_answer(line, [], "--report-labels" in flags)
+            out.write(answer.rstrip("\n") + " " + _TIMEOUT_ERROR + "\n\n\n")
+            sys.stderr.write("NOTE: cancelling, taking too long\nNOTE: out of time while "
+                             "unpacking\n")
         elif generate:
             surfaces = replay.realizations(line)
             out.write(_generate_answer(surfaces))

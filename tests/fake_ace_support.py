@@ -75,3 +75,22 @@ def read_log(path: str | os.PathLike[str]) -> list[dict]:
         return []
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def peak_processes(path: str | os.PathLike[str]) -> dict[str, int]:
+    """The most fake-ace processes of each mode (``parse``, ``generate``) that
+    were alive at once, from the ``start``/``exit`` events of ``FAKE_ACE_LOG``.
+
+    A process that was killed logs no ``exit``; it counts as alive until the
+    end, so the peak is an upper bound.
+    """
+    alive: dict[int, str] = {}
+    peak: dict[str, int] = {}
+    for event in read_log(path):
+        if event["event"] == "start":
+            alive[event["pid"]] = event["mode"]
+        elif event["event"] == "exit":
+            alive.pop(event["pid"], None)
+        for mode in set(alive.values()):
+            peak[mode] = max(peak.get(mode, 0), sum(m == mode for m in alive.values()))
+    return peak

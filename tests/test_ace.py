@@ -113,13 +113,31 @@ def test_no_parse_is_not_an_error(fake):
 def test_one_process_for_many_sentences_and_one_version_check(fake):
     ace, image, log = fake
     sentences = [r["sentence"] for r in recorded("erg-1214", "readings")[:20]]
-    with AceParser(image, executable=ace) as parser:
+    with AceParser(image, executable=ace, fresh=False) as parser:
         results = list(parser.parse_from_iterable(sentences))
     assert [r.sentence for r in results] == sentences
     events = read_log(log)
     assert len(_starts(log)) == 1
     assert sum(e["event"] == "version" for e in events) == 1
     assert sum(e["event"] == "item" for e in events) == 20
+
+
+def test_fresh_parser_starts_a_process_per_sentence(fake):
+    # regression (issue 13): without a ranking model, the readings real ACE
+    # returns under -n depend on what the process parsed before, so by
+    # default every sentence gets a process of its own
+    ace, image, log = fake
+    sentences = [r["sentence"] for r in recorded("erg-1214", "readings")[:5]]
+    with AceParser(image, executable=ace) as parser:
+        assert parser.fresh
+        results = list(parser.parse_from_iterable(sentences))
+        assert parser.renewals == 4 and parser.restarts == 0
+    assert [r.sentence for r in results] == sentences
+    events = read_log(log)
+    starts = [e["pid"] for e in events if e["event"] == "start"]
+    items = [e["pid"] for e in events if e["event"] == "item"]
+    assert len(set(starts)) == 5 and items == starts  # one item per process
+    assert sum(e["event"] == "version" for e in events) == 1
 
 
 def test_module_level_iterables_close_their_process(fake):
@@ -130,7 +148,11 @@ def test_module_level_iterables_close_their_process(fake):
     generated = list(generate_from_iterable(
         image, [row["readings"][row["selected"]]["mrs"]], executable=ace))
     assert SENTENCE in generated[0].surfaces
-    assert [e["event"] for e in read_log(log)].count("exit") == 2
+    events = read_log(log)
+    # every process started (a fresh parser per sentence, one generator) ended
+    assert {e["pid"] for e in events if e["event"] == "start"} == {
+        e["pid"] for e in events if e["event"] == "exit"}
+    assert [e["event"] for e in events].count("exit") == 3
 
 
 def test_known_version_skips_ace_dash_v(fake):
@@ -241,11 +263,13 @@ def test_watchdog_kills_a_hang_and_the_next_item_works(fake, monkeypatch):
         first = parser.parse("The dog will hang here.")
         parser.watchdog = 60.0  # a fresh fake-ace on a loaded machine may be slow
         second = parser.parse(SENTENCE)
-        assert parser.restarts == 1
-    assert first.readings == ()
-    assert first.error == "ACE timed out after 1 s (watchdog); process restarted"
+        # killed at 1 s, retried once with the limits doubled, killed at 2 s
+        assert parser.restarts == 2
+    assert first.readings == () and first.failure == "timeout" and first.transient
+    assert first.error == "ACE timed out after 2 s (watchdog); process restarted"
     assert second.error is None and second.readings
-    assert len(_starts(log)) == 2
+    hangs = [e for e in read_log(log) if e["event"] == "hang"]
+    assert len(hangs) == 2
 
 
 def test_watchdog_restarts_a_hung_generator(fake, monkeypatch):

@@ -53,9 +53,15 @@ def test_duplicates_and_comma_variants_keep_grammar_order():
                        "stray period after a single letter"]
 
 
-def test_comma_group_tie_keeps_first():
-    out = clean_realizations(["Yes, a dog barks.", "Yes a, dog barks."])
+def test_comma_group_keeps_the_variant_closest_to_the_original():
+    variants = ["Yes a, dog barks.", "Yes, a dog barks."]
+    out = clean_realizations(variants, original="Yes, a dog barked.")
     assert out.candidates == ("Yes, a dog barks.",)
+    # the result does not depend on the order ACE returned the strings in
+    assert clean_realizations(variants[::-1], original="Yes, a dog barked.") == out
+    # without the original: a canonical choice (text order) all the same
+    assert clean_realizations(variants).candidates == clean_realizations(
+        variants[::-1]).candidates
 
 
 def test_empty_and_all_blemished():

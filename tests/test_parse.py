@@ -13,7 +13,7 @@ import lit.parse
 from lit.errors import InputError
 from lit.formats.mrs import read_mrs_items
 from lit.formats.text import read_sentences
-from lit.interface import GenerationResult, ParseResult, Reading
+from lit.interface import GenerationResult, ParseResult, Reading, TransientFailure
 from lit.mrs import decode_mrs, index_ep, mrs_for_generation, strip_lnk, to_dmrs_json
 from lit.parse import is_candidate, roundtrips, same_surface, select_reading, surface_key
 from lit.records import parse_record
@@ -37,15 +37,17 @@ DOGS_FRAG = (
 
 
 class _Gen:
-    def __init__(self, answers: dict[str, tuple[str, ...]], error: str | None = None):
+    def __init__(self, answers: dict[str, tuple[str, ...]], error: str | None = None,
+                 failure: str | None = None):
         self.answers = {mrs_for_generation(k): v for k, v in answers.items()}
         self.error = error
+        self.failure = failure
         self.calls = 0
 
     def generate(self, mrs):
         self.calls += 1
         key = mrs_for_generation(mrs)
-        return GenerationResult(key, self.answers.get(key, ()), self.error)
+        return GenerationResult(key, self.answers.get(key, ()), self.error, self.failure)
 
 
 def test_doctests():
@@ -119,8 +121,21 @@ def test_select_roundtrip_none_when_nothing_reproduces():
 
 
 def test_generation_failure_is_no_roundtrip():
-    gen = _Gen({DOGS_BARK: ("Dogs bark.",)}, error="ACE timed out after 30 s (watchdog)")
+    gen = _Gen({DOGS_BARK: ("Dogs barked.",)}, error="ACE: something odd", failure="error")
     assert not roundtrips(DOGS_BARK, "Dogs bark.", gen)
+
+
+def test_generation_cut_short_is_undecided_not_a_no():
+    # regression (issue 13): a round trip cut by a time limit is no answer
+    gen = _Gen({DOGS_BARK: ("Dogs barked.",)}, error="ACE timed out after 30 s (watchdog)",
+               failure="timeout")
+    with pytest.raises(TransientFailure, match="timeout: round trip"):
+        roundtrips(DOGS_BARK, "Dogs bark.", gen)
+    with pytest.raises(TransientFailure):
+        select_reading([DOGS_BARK], "roundtrip", sentence="Dogs bark.", generator=gen)
+    # ... unless the sentence is among the realizations found before the cut
+    found = _Gen({DOGS_BARK: ("Dogs bark.",)}, error="ACE: timeout", failure="timeout")
+    assert roundtrips(DOGS_BARK, "Dogs bark.", found)
 
 
 def test_select_errors():
