@@ -279,6 +279,17 @@ class Expectation:
     predicates: tuple[str, ...] = ()
     triples: tuple[tuple[str, str, str], ...] = ()
     icons: tuple[str, ...] = ()
+    voice: str | None = None
+
+    @classmethod
+    def of_voice(cls, m: Any) -> Expectation:
+        """Only the voice (``active``/``passive``) of the target verb of *m*.
+
+        Grammars that leave voice open in an MRS without ICONS (ERG 2018 and
+        later) realize an active MRS as a passive too; this is what a
+        re-parse must show for the voice to be kept.
+        """
+        return cls(voice=_voice(m))
 
     @classmethod
     def derive(cls, before: Any, after: Any) -> Expectation:
@@ -293,6 +304,7 @@ class Expectation:
             tuple(sorted(new_preds)),
             tuple(sorted(_triples(after) - _triples(before))),
             tuple(sorted(new_icons)),
+            _voice(after),
         )
 
     def check(self, m: Any) -> bool:
@@ -306,11 +318,25 @@ class Expectation:
         if self.triples and not set(self.triples) <= _triples(m):
             return False
         relations = {ic.relation for ic in m.icons}
-        return all(r in relations for r in self.icons)
+        if not all(r in relations for r in self.icons):
+            return False
+        return self.voice is None or _voice(m) in (None, self.voice)
 
     def describe(self) -> str:
         parts = [f"{k} {v}" for k, v in self.index]
         parts += self.predicates
         parts += [f"{p} {r} {a}" for p, r, a in self.triples]
         parts += [f"ICONS {r}" for r in self.icons]
+        if self.voice is not None:
+            parts.append(f"{self.voice} voice")
         return "expected " + ", ".join(parts) if parts else "no change expected"
+
+
+def _voice(m: Any) -> str | None:
+    """``"passive"`` or ``"active"``: the voice of the target verb of *m*."""
+    from lit.transform import is_passive, target_ep
+
+    verb = target_ep(m)
+    if verb is None:
+        return None
+    return "passive" if is_passive(m, verb) else "active"

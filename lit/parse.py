@@ -1,23 +1,38 @@
 """Reading selection: which of a sentence's readings the later stages use.
 
 A parse yields several readings; the rest of lit works on one of them, the
-*selected* reading. Two selection methods exist:
+*selected* reading. Images built from source have no parse-ranking model, so
+ACE's order says nothing about plausibility. Three methods exist:
 
-``first``
-    the first reading (the grammar's best, when its image has a
-    parse-ranking model);
+``ranked`` (the default)
+    among the *candidate* readings, those the grammar regenerates the
+    sentence from (the *round trip*), the one with the best structure. A
+    reading is a candidate if it is a full clause: no ``unknown`` EP (a
+    fragment analysis) and a verbal index EP (``_..._v_...``, including
+    ``_be_v_*``; the index EP is the non-quantifier EP whose ARG0 is the
+    INDEX). Candidates are tried in structural order (:func:`structure`):
+    fewest ``named`` EPs for words the sentence writes in lower case (a
+    common word read as a name: "A" in "A cat sleeps."), then fewest
+    ``named``, ``unknown`` and ``compound`` EPs, then ACE's order; the first
+    that round-trips is selected, so only as many readings are generated
+    from as it takes.
 ``roundtrip``
-    the first *candidate* reading whose generation reproduces the input
-    sentence, for images without a ranking model. A reading is a candidate
-    if it has no ``unknown`` EP (fragment analyses) and its index EP (the
-    non-quantifier EP whose ARG0 is the MRS INDEX) is verbal
-    (``_..._v_...``, including ``_be_v_*``). Surfaces are compared
-    case-insensitively, with runs of whitespace collapsed and final
-    punctuation ignored (:func:`same_surface`).
+    the first candidate reading (in ACE's order) that round-trips;
+``first``
+    the first reading (the grammar's best, when its image has a ranking model).
+
+The round trip compares surfaces case-sensitively except for the
+sentence-initial letter, with runs of whitespace collapsed and final
+punctuation ignored (:func:`surface_key`), so a reading that realizes "a
+cat" as "A cat" (a name) or "TV" as "tv" does not round-trip.
+:func:`select` returns a :class:`Selection` that says which reading was
+chosen and why, and what was found out about each reading.
 
 Example:
     >>> same_surface("A dog chases  a cat.", "a dog chases a cat")
     True
+    >>> same_surface("A dog saw TV.", "A dog saw tv.")
+    False
 """
 
 from __future__ import annotations
@@ -25,7 +40,8 @@ from __future__ import annotations
 import logging
 import unicodedata
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from delphin.mrs import MRS
 
@@ -38,6 +54,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "SelectMethod",
     "SELECT_METHODS",
+    "Selection",
+    "select",
+    "structure",
     "is_candidate",
     "surface_key",
     "same_surface",
@@ -47,8 +66,31 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-SelectMethod = Literal["first", "roundtrip"]
-SELECT_METHODS: tuple[str, ...] = ("first", "roundtrip")
+SelectMethod = Literal["ranked", "roundtrip", "first"]
+SELECT_METHODS: tuple[str, ...] = ("ranked", "roundtrip", "first")
+#: the default selection method
+DEFAULT_SELECT = "ranked"
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which reading was selected, by which method, and why.
+
+    Attributes:
+        index: the selected reading (``None``: none)
+        method: the selection method
+        reason: why this reading, or why none
+        notes: per reading, what was found out (``None``: not looked at)
+    """
+
+    index: int | None
+    method: str
+    reason: str
+    notes: tuple[str | None, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "method": self.method, "reason": self.reason,
+                "notes": list(self.notes)}
 
 
 def is_candidate(m: MRS) -> bool:
@@ -62,10 +104,7 @@ def is_candidate(m: MRS) -> bool:
         ...     " HCONS: < h0 qeq h1 h5 qeq h7 > ]"))
         True
     """
-    if any(ep.predicate == "unknown" for ep in m.rels):
-        return False
-    ep = index_ep(m)
-    return ep is not None and is_verbal(ep)
+    return _not_candidate(m) is None
 
 
 # control characters are sent to ACE as spaces (lit.ace), so compare them as spaces
@@ -73,14 +112,16 @@ _CONTROL = str.maketrans({c: " " for c in [*range(0x20), *range(0x7F, 0xA0)]})
 
 
 def surface_key(s: str) -> str:
-    """*s* case-folded, control characters and whitespace runs collapsed to
-    one space, final punctuation removed.
+    """*s* with control characters and whitespace runs collapsed to one
+    space, final punctuation removed, and the first letter in lower case
+    (the rest keeps its case).
 
     Example:
-        >>> surface_key("  The dog  chased\x07 the cat. ")
-        'the dog chased the cat'
+        >>> surface_key("  The dog  chased\x07 the TV. ")
+        'the dog chased the TV'
     """
-    text = " ".join(s.translate(_CONTROL).split()).casefold()
+    text = " ".join(s.translate(_CONTROL).split())
+    text = text[:1].lower() + text[1:]
     end = len(text)
     while end and (text[end - 1].isspace() or unicodedata.category(text[end - 1]).startswith("P")):
         end -= 1
@@ -111,6 +152,119 @@ def roundtrips(reading: MRS | str, sentence: str, generator: Generator) -> bool:
     return False
 
 
+def structure(m: MRS, sentence: str) -> tuple[int, int]:
+    """The structural cost of reading *m* of *sentence* (lower is better).
+
+    ``(common words read as names, named + unknown + compound EPs)``: a
+    ``named`` EP whose constant the sentence writes only in lower case, or
+    only sentence-initially (a common word read as a proper name), counts in
+    the first place; every ``named``, ``unknown`` and ``compound`` EP in the
+    second.
+
+    Example:
+        >>> m = decode_mrs('[ TOP: h0 INDEX: e2 RELS: < [ named LBL: h3 ARG0: x4 CARG: "A" ]'
+        ...                ' [ _sleep_v_1 LBL: h1 ARG0: e2 ARG1: x4 ] > HCONS: < h0 qeq h1 > ]')
+        >>> structure(m, "A cat sleeps.")
+        (1, 1)
+    """
+    words = sentence.split()
+    later = {w.strip(".,;:!?\"'()") for w in words[1:]}
+    names = 0
+    total = 0
+    for ep in m.rels:
+        if ep.predicate in ("named", "unknown", "compound"):
+            total += 1
+        if ep.predicate == "named":
+            carg = str(ep.carg or "")
+            if carg and carg not in later:  # never written capitalized inside the sentence
+                names += 1
+    return names, total
+
+
+def select(
+    result: ParseResult | Sequence[str],
+    method: SelectMethod | str = DEFAULT_SELECT,
+    *,
+    sentence: str | None = None,
+    generator: Generator | None = None,
+) -> Selection:
+    """Select a reading of *result* (see the module notes) and say why.
+
+    Args:
+        result: a :class:`~lit.interface.ParseResult`, or a sequence of
+            SimpleMRS strings (then *sentence* is required)
+        method: ``"ranked"``, ``"roundtrip"`` or ``"first"``
+        sentence: the parsed sentence (default: ``result.sentence``)
+        generator: realizes readings for the round trip; generation stops
+            at the first reading that round-trips
+    Raises:
+        ValueError: unknown *method*, or a round trip without a generator
+        TransientFailure: a round trip that was needed could not be
+            decided (a time or memory limit, a crash)
+    Example:
+        >>> select(["[ TOP: h0 INDEX: e2 RELS: < > HCONS: < > ]"], "first").reason
+        'the first of 1 readings (selection: first)'
+    """
+    if hasattr(result, "readings"):
+        mrss = [r.mrs for r in result.readings]
+        sentence = sentence if sentence is not None else result.sentence  # type: ignore[union-attr]
+    else:
+        mrss = list(result)
+    n = len(mrss)
+    if method not in SELECT_METHODS:
+        raise ValueError(f"unknown selection method {method!r}; use one of {SELECT_METHODS}")
+    if not n:
+        return Selection(None, method, "no readings")
+    if method == "first":
+        return Selection(0, method, f"the first of {n} readings (selection: first)")
+    if generator is None:
+        raise ValueError("selection by round trip needs a generator")
+    if sentence is None:
+        raise ValueError("selection by round trip needs the sentence")
+    notes: list[str | None] = [None] * n
+    order: list[tuple[tuple[int, int], int, MRS]] = []
+    for i, text in enumerate(mrss):
+        try:
+            m = decode_mrs(text)
+        except ValueError as exc:
+            logger.warning("reading %d of %r is not readable: %s", i, sentence, exc)
+            notes[i] = f"not readable: {exc}"
+            continue
+        why = _not_candidate(m)
+        if why is not None:
+            notes[i] = f"not a candidate: {why}"
+            continue
+        cost = structure(m, sentence) if method == "ranked" else (0, 0)
+        order.append((cost, i, m))
+    order.sort(key=lambda entry: (entry[0], entry[1]))
+    for cost, i, m in order:
+        if roundtrips(m, sentence, generator):
+            notes[i] = "round-trips"
+            if method == "roundtrip":
+                why = "the first candidate reading that regenerates the sentence"
+            else:
+                why = (f"the best-structured candidate that regenerates the sentence "
+                       f"({cost[0]} common words read as names, {cost[1]} named/unknown/"
+                       "compound EPs)")
+            return Selection(i, method, f"reading {i} of {n}: {why} (selection: {method})",
+                             tuple(notes))
+        notes[i] = "does not regenerate the sentence"
+    reason = (f"none of the {n} readings is a full-clause reading that regenerates the "
+              f"sentence ({len(order)} candidates tried)")
+    return Selection(None, method, reason, tuple(notes))
+
+
+def _not_candidate(m: MRS) -> str | None:
+    if any(ep.predicate == "unknown" for ep in m.rels):
+        return "a fragment analysis (unknown EP)"
+    ep = index_ep(m)
+    if ep is None:
+        return "no index EP"
+    if not is_verbal(ep):
+        return f"the index EP {ep.predicate} is not a verb"
+    return None
+
+
 def select_reading(
     result: ParseResult | Sequence[str],
     method: SelectMethod | str = "first",
@@ -118,44 +272,10 @@ def select_reading(
     sentence: str | None = None,
     generator: Generator | None = None,
 ) -> int | None:
-    """The index of the selected reading of *result*, or ``None``.
+    """The index of the reading :func:`select` selects, or ``None``.
 
-    Args:
-        result: a :class:`~lit.ace.ParseResult`, or a sequence of SimpleMRS
-            strings (then *sentence* is required for ``roundtrip``)
-        method: ``"first"`` or ``"roundtrip"``
-        sentence: the parsed sentence (default: ``result.sentence``)
-        generator: realizes readings for ``roundtrip``; generation stops at
-            the first reading that round-trips
-    Raises:
-        ValueError: unknown *method*, or ``roundtrip`` without a generator
-        TransientFailure: a round trip that was needed could not be
-            decided (a time or memory limit, a crash)
     Example:
         >>> select_reading(["[ TOP: h0 INDEX: e2 RELS: < > HCONS: < > ]"], "first")
         0
     """
-    if hasattr(result, "readings"):
-        mrss = [r.mrs for r in result.readings]
-        sentence = sentence if sentence is not None else result.sentence  # type: ignore[union-attr]
-    else:
-        mrss = list(result)
-    if method == "first":
-        return 0 if mrss else None
-    if method != "roundtrip":
-        raise ValueError(f"unknown selection method {method!r}; use one of {SELECT_METHODS}")
-    if generator is None:
-        raise ValueError("selection by round trip needs a generator")
-    if sentence is None:
-        raise ValueError("selection by round trip needs the sentence")
-    for i, text in enumerate(mrss):
-        try:
-            m = decode_mrs(text)
-        except ValueError as exc:
-            logger.warning("reading %d of %r is not readable: %s", i, sentence, exc)
-            continue
-        if is_candidate(m) and roundtrips(m, sentence, generator):
-            return i
-    return None
-
-
+    return select(result, method, sentence=sentence, generator=generator).index

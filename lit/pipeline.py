@@ -29,6 +29,7 @@ own modules.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections import Counter, OrderedDict, deque
@@ -42,6 +43,7 @@ from delphin.mrs import MRS
 
 from lit._iterables import chunked
 from lit.cache import ParseCache
+from lit.choose import REORDERING_PHENOMENA, Choice, choose
 from lit.errors import LitError, SpecError
 from lit.formats.hf import label_names as _dataset_label_names
 from lit.generate import Candidate, Expectation, Realizations, clean_realizations
@@ -56,6 +58,7 @@ from lit.grammar import (
 )
 from lit.interface import Generator, Parser, TransientFailure
 from lit.nli import LabelResult, LabelTable
+from lit.parse import DEFAULT_SELECT
 from lit.records import (
     NliFields,
     Pair,
@@ -110,6 +113,9 @@ class _Job:
     realizations: Realizations | None = None
     expectation: Expectation | None = None
     mrs: MRS | None = None
+    reading: int | None = None
+    selection: str | None = None
+    requested: int | None = None  # a reading asked for instead of the selected one
 
 
 class Transformer:
@@ -126,7 +132,8 @@ class Transformer:
             :class:`lit.ace.Generator`); by default ACE processes for
             *grammar* are started on entry and stopped on exit
         labels: the :class:`~lit.nli.LabelTable` (default: built-in)
-        select: reading selection, ``"roundtrip"`` or ``"first"``
+        select: reading selection: ``"ranked"`` (default), ``"roundtrip"`` or
+            ``"first"`` (see :mod:`lit.parse`)
         candidates: keep this many ranked candidates in records (``None``:
             only the chosen sentence)
         verify: re-parse the chosen sentence and check the intended change
@@ -166,7 +173,7 @@ class Transformer:
         parser: Parser | None = None,
         generator: Generator | None = None,
         labels: LabelTable | None = None,
-        select: str = "roundtrip",
+        select: str = DEFAULT_SELECT,
         candidates: int | None = None,
         verify: bool = False,
         keep_mrs: bool = False,
@@ -327,15 +334,29 @@ class Transformer:
 
     # -- stages --------------------------------------------------------------
 
-    def parse(self, sentence: str) -> Parsed:
-        """Parse *sentence* and select a reading (cached)."""
+    def parse(self, sentence: str, reading: int | None = None) -> Parsed:
+        """Parse *sentence* and select a reading (cached); with *reading*, use
+        that reading (0-based) instead.
+
+        Raises:
+            LitError: *reading* is not a reading of the sentence
+        """
         self._require()
+        from lit.mrs import decode_mrs, strip_lnk
+        from lit.parse import select
+
+        if reading is not None:
+            result = self._backend("parser").parse(sentence)
+            n = len(result.readings)
+            if not 0 <= reading < n:
+                raise LitError(f"reading {reading}: {sentence!r} has {n} readings"
+                               + (f" (0 to {n - 1})" if n else ""))
+            return Parsed(sentence, n, reading,
+                          strip_lnk(decode_mrs(result.readings[reading].mrs)),
+                          selection=f"reading {reading} of {n}, as asked")
         cached = self._parses.fetch(sentence)
         if cached is not None:
             return cached
-        from lit.mrs import decode_mrs, strip_lnk
-        from lit.parse import select_reading
-
         result = self._backend("parser").parse(sentence)
         failure = getattr(result, "failure", None)
         if getattr(result, "transient", False):
@@ -344,15 +365,17 @@ class Transformer:
             parsed = Parsed(sentence, 0, None, None, result.error, failure)
         else:
             try:
-                selected = select_reading(result, self.select, sentence=sentence,
-                                          generator=self.generator)
+                chosen = select(result, self.select, sentence=sentence,
+                                generator=self.generator)
             except TransientFailure as exc:
                 parsed = Parsed(sentence, len(result.readings), None, None, exc.detail,
                                 exc.failure)
             else:
+                selected = chosen.index
                 m = None if selected is None else strip_lnk(
                     decode_mrs(result.readings[selected].mrs))
-                parsed = Parsed(sentence, len(result.readings), selected, m)
+                parsed = Parsed(sentence, len(result.readings), selected, m,
+                                selection=chosen.reason)
         if not parsed.transient:  # a cut-short answer is tried again next time
             self._parses.put(sentence, parsed)
         return parsed
@@ -391,14 +414,23 @@ class Transformer:
 
     # -- sentences -----------------------------------------------------------
 
-    def transform_sentence(self, sentence: str, chain: str | None) -> SentenceResult:
-        """Transform one sentence by *chain* (``None`` or ``"o"``: untouched)."""
+    def transform_sentence(self, sentence: str, chain: str | None, *,
+                           reading: int | None = None) -> SentenceResult:
+        """Transform one sentence by *chain* (``None`` or ``"o"``: untouched).
+
+        *reading* (0-based) transforms that reading instead of the selected one.
+        """
         if chain is None or chain == "o":
             return SentenceResult(sentence, None, "ok", sentence=sentence,
                                   candidates=(Candidate(sentence),))
         canonical = "+".join(r.name for r in self.rules.parse_chain(chain))
-        job = _Job(sentence, canonical, chain)
-        self._run_jobs([job])
+        job = _Job(sentence, canonical, chain, requested=reading)
+        if reading is None:
+            self._run_jobs([job])
+        else:  # not the selected reading: nothing to share with other items
+            self._require()
+            self._prepare(job)
+            self._finish([job], remember=False)
         assert job.result is not None
         return job.result
 
@@ -531,8 +563,7 @@ class Transformer:
         assert job.result is not None
         res = job.result
         if res.chain != job.written:  # same chain, written differently by another spec
-            res = SentenceResult(res.original, "+".join(written), res.status, res.reason,
-                                 res.sentence, res.candidates, res.mrs)
+            res = dataclasses.replace(res, chain="+".join(written))
         return res
 
     def _run_jobs(self, jobs: list[_Job]) -> None:
@@ -599,14 +630,22 @@ class Transformer:
             if close is not None:
                 close()
 
-    def _finish(self, todo: list[_Job]) -> None:
-        """Rank (one LM call), verify and remember prepared jobs."""
+    def _finish(self, todo: list[_Job], *, remember: bool = True) -> None:
+        """Score (one LM call), choose, verify and (*remember*) keep prepared jobs."""
         pending = [j for j in todo if j.result is None]
-        groups = [j.realizations.candidates for j in pending]  # type: ignore[union-attr]
-        ranked = self.rerank(groups) if pending else []
-        for job, cands in zip(pending, ranked, strict=True):
-            self._choose(job, cands)
-        for job in todo:
+        scores = None
+        if self.reranker is not None and pending:
+            texts = list(dict.fromkeys(
+                s for j in pending
+                for s in (j.sentence, *j.realizations.candidates)))  # type: ignore[union-attr]
+            scores = dict(zip(texts, self.reranker.score(texts), strict=True))
+        for job in pending:
+            assert job.realizations is not None
+            reorders = any(r.phenomenon in REORDERING_PHENOMENA
+                           for r in self.rules.parse_chain(job.chain))
+            self._choose(job, choose(job.sentence, job.realizations.candidates,
+                                     scores=scores, reorders=reorders))
+        for job in todo if remember else ():
             if job.result is not None and job.result.status != "error":
                 self._jobs.put((job.sentence, job.chain), job.result)  # failures: next time
 
@@ -614,7 +653,8 @@ class Transformer:
         from lit.rules import apply_chain
 
         def done(status: str, reason: str, mrs: str | None = None) -> None:
-            job.result = SentenceResult(job.sentence, job.written, status, reason, mrs=mrs)
+            job.result = SentenceResult(job.sentence, job.written, status, reason, mrs=mrs,
+                                        reading=job.reading, selection=job.selection)
 
         if not job.sentence.strip():
             return done("skipped", "invalid-input: empty sentence")
@@ -622,7 +662,8 @@ class Transformer:
         if self.max_words is not None and words > self.max_words:
             return done("skipped", f"no-parse: too long: {words} words > max_words "
                                    f"{self.max_words} (not sent to ACE)")
-        parsed = self.parse(job.sentence)
+        parsed = self.parse(job.sentence, job.requested)
+        job.reading, job.selection = parsed.selected, parsed.selection
         if parsed.mrs is None:
             return done(parsed.status, parsed.reason or "no-parse: no reading")
         applied = apply_chain(parsed.mrs, self.rules.parse_chain(job.chain), self.profile)
@@ -642,26 +683,45 @@ class Transformer:
             return done("skipped", f"no-realization: {why}", text)
         if self.verify:
             job.expectation = Expectation.derive(parsed.mrs, applied.mrs)
+        elif self._voice_open() and not any(
+                r.phenomenon == "voice" for r in self.rules.parse_chain(job.chain)):
+            # the grammar realizes an MRS without ICONS in either voice: keep the
+            # original's (checked by re-parsing the chosen candidate)
+            job.expectation = Expectation.of_voice(applied.mrs)
 
-    def _choose(self, job: _Job, ranked: list[Candidate]) -> None:
+    def _choose(self, job: _Job, choice: Choice) -> None:
         text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
+        ranked = list(choice.candidates)
+        if not ranked:
+            job.result = SentenceResult(job.sentence, job.written, "skipped",
+                                        f"no-realization: {choice.reason}", mrs=text,
+                                        reading=job.reading, selection=job.selection)
+            return
         chosen = list(ranked)
-        if self.verify and job.expectation is not None:
+        if job.expectation is not None:
             try:
                 passing = [c for c in ranked if self._verified(c.sentence, job.expectation)]
             except TransientFailure as exc:
                 job.result = SentenceResult(job.sentence, job.written, "error",
-                                            f"{exc.failure}: --verify: {exc.detail}", mrs=text)
+                                            f"{exc.failure}: --verify: {exc.detail}", mrs=text,
+                                            reading=job.reading, selection=job.selection)
                 return
             if not passing:
                 job.result = SentenceResult(
                     job.sentence, job.written, "skipped",
                     f"no-realization: --verify rejected all {len(ranked)} candidates "
-                    f"({job.expectation.describe()})", mrs=text)
+                    f"({job.expectation.describe()})", mrs=text,
+                    reading=job.reading, selection=job.selection)
                 return
             chosen = passing + [c for c in ranked if c not in passing]
         job.result = SentenceResult(job.sentence, job.written, "ok", None, chosen[0].sentence,
-                                    tuple(chosen), text)
+                                    tuple(chosen), text, job.reading, job.selection)
+
+    def _voice_open(self) -> bool:
+        """Whether the grammar leaves voice open in an MRS without ICONS."""
+        from lit.transform import Semantics
+
+        return Semantics.from_profile(self.profile).passive.startswith("icons:")
 
     def _verified(self, sentence: str, expectation: Expectation) -> bool:
         from lit.mrs import decode_mrs, strip_lnk

@@ -100,6 +100,7 @@ class Parsed:
     mrs: MRS | None
     error: str | None = None
     failure: str | None = None
+    selection: str | None = None
 
     @property
     def transient(self) -> bool:
@@ -126,7 +127,7 @@ class Parsed:
         if self.readings == 0:
             return "no-parse: no reading"
         if self.mrs is None:
-            return f"no-parse: none of {self.readings} readings selected"
+            return f"no-parse: {self.selection or f'none of {self.readings} readings selected'}"
         return None
 
     @property
@@ -148,6 +149,8 @@ class SentenceResult:
         sentence: the chosen sentence (the best candidate), if ok
         candidates: ranked candidates (best first)
         mrs: the transformed MRS (SimpleMRS), when the chain applied
+        reading: the index of the reading the chain was applied to
+        selection: why that reading was selected
     """
 
     original: str
@@ -157,6 +160,8 @@ class SentenceResult:
     sentence: str | None = None
     candidates: tuple[Candidate, ...] = ()
     mrs: str | None = None
+    reading: int | None = None
+    selection: str | None = None
 
     @property
     def score(self) -> float | None:
@@ -170,6 +175,9 @@ class SentenceResult:
             d["candidates"] = [c.to_dict() for c in self.candidates[:candidates]]
         if keep_mrs and self.chain is not None:
             d["mrs"] = self.mrs
+        if self.reading is not None:
+            d["reading"] = self.reading
+            d["selection"] = self.selection
         return d
 
 
@@ -364,6 +372,9 @@ def sentence_record(item_id: Any, sentence: Any, spec: Spec, result: SentenceRes
         rec["candidates"] = [c.to_dict() for c in result.candidates[:candidates]]
     if keep_mrs:
         rec["mrs"] = result.mrs
+    if result.reading is not None:
+        rec["reading"] = result.reading
+        rec["selection"] = result.selection
     return rec
 
 

@@ -64,7 +64,8 @@ def prepare_jobs(transformer: Transformer, jobs: Sequence[_Job]) -> Any:
         except ACEError as exc:
             return "ACEError", str(exc)
         text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
-        out.append((job.result, job.realizations, job.expectation, text))
+        out.append((job.result, job.realizations, job.expectation, text, job.reading,
+                    job.selection))
     return out
 
 
@@ -77,9 +78,10 @@ def absorb(jobs: Sequence[_Job], outcome: Any) -> None:
         return
     if isinstance(outcome.value, tuple) and outcome.value[0] == "ACEError":
         raise ACEError(outcome.value[1])
-    for job, (result, realizations, expectation, text) in zip(jobs, outcome.value,
-                                                               strict=True):
+    for job, (result, realizations, expectation, text, reading, selection) in zip(
+            jobs, outcome.value, strict=True):
         job.result, job.realizations, job.expectation = result, realizations, expectation
+        job.reading, job.selection = reading, selection
         job.mrs = None if text is None else simplemrs.decode(text)
 
 

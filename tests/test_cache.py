@@ -333,7 +333,8 @@ def test_cli_rerun_with_other_specs_does_not_reparse(tmp_path):
     runs = []
     for i, specs in enumerate(["f;p", "f;p", "m;o,n;n"]):
         log = tmp_path / f"ace-{i}.log"
-        proc = subprocess.run([*_LIT, "-q", "transform", "-r", specs, "--lm", "none", "-j", "2",
+        proc = subprocess.run([*_LIT, "-q", "transform",
+                               "--select", "roundtrip", "-r", specs, "--lm", "none", "-j", "2",
                                str(source)], env=_fake_env(tmp_path, log), capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
@@ -345,7 +346,8 @@ def test_cli_rerun_with_other_specs_does_not_reparse(tmp_path):
     assert (tmp_path / "home" / "cache" / "parses.sqlite").exists()
     # --no-cache parses again
     log = tmp_path / "ace-nocache.log"
-    proc = subprocess.run([*_LIT, "-q", "transform", "-r", "f;p", "--lm", "none", "-j", "1",
+    proc = subprocess.run([*_LIT, "-q", "transform",
+                               "--select", "roundtrip", "-r", "f;p", "--lm", "none", "-j", "1",
                            "--no-cache", str(source)], env=_fake_env(tmp_path, log),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -355,7 +357,9 @@ def test_cli_rerun_with_other_specs_does_not_reparse(tmp_path):
 def test_cli_corrupt_cache_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"not a database\n" * 100)
-    proc = subprocess.run([*_LIT, "transform", "-r", "f;p", "--lm", "none", "--cache", str(bad),
+    proc = subprocess.run([*_LIT, "transform",
+                           "--select", "roundtrip", "-r", "f;p", "--lm", "none",
+                           "--cache", str(bad),
                            "-"], env=_fake_env(tmp_path), input="", capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 1

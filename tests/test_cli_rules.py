@@ -142,10 +142,14 @@ def test_transform_sentence_with_fake_ace(lit_home, runner, tmp_path):
     assert "It is two women that are embracing while holding to go packages." in (
         out["i"]["candidates"])
     assert out["p+pa"]["mrs"] and out["p+pa"]["candidates"] == []  # recorded: nothing
-    assert out["pr"]["reason"] == "TENSE is already pres"
+    assert out["p+pa"]["status"] == "skipped"
+    assert out["p+pa"]["reason"].startswith("no-realization: ")
+    assert out["pr"]["reason"] == "inapplicable: TENSE is already pres"
     assert all(r["reading"] == reading["selected"] for r in out.values())
+    assert out["f"]["selection"].startswith(f"reading {reading['selected']} of 10: ")
     result = invoke(runner, "transform-sentence", reading["sentence"], "-r", "f",
                     "-g", "erg-1214", "--reading", "12", env=env)
-    assert result.exit_code == 1 and "--reading 12: the sentence has 10 readings" in result.stderr
+    assert result.exit_code == 1 and "reading 12: " in result.stderr
+    assert "has 10 readings (0 to 9)" in result.stderr
     result = invoke(runner, "transform-sentence", "x", "-r", "f", "--select", "best", env=env)
     assert result.exit_code == 2

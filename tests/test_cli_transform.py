@@ -39,6 +39,10 @@ def env(tmp_path, lit_home) -> dict[str, str]:
 
 
 def run(args: list[str], env: dict[str, str], input: str | None = None):
+    if "transform" in args and "--select" not in args:
+        # fake-ace replays recordings made on the reading selected by round trip
+        args = [*args[: args.index("transform") + 1], "--select", "roundtrip",
+                *args[args.index("transform") + 1:]]
     return CliRunner().invoke(app, args, env=env, input=input, catch_exceptions=False)
 
 

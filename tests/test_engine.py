@@ -331,7 +331,8 @@ def test_lit_transform_same_output_with_and_without_workers(tmp_path):
     env["LIT_HOME"] = str(tmp_path / "home")
     outputs = []
     for workers in ("1", "2", "3"):
-        proc = subprocess.run([*_LIT, "-q", "transform", "-r", "f;p,m;o,pa;pa", "--lm", "none",
+        proc = subprocess.run([*_LIT, "-q", "transform",
+                               "--select", "roundtrip", "-r", "f;p,m;o,pa;pa", "--lm", "none",
                                "-k", "3", "--keep-mrs", "-j", workers, "--no-cache",
                                str(source)], env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr

@@ -409,7 +409,8 @@ def test_transform_then_evaluate(fake_env, tmp_path):
         pairs.write_text("".join(f.readline() for _ in range(30)))
     specs = "m;o,i;i,p;f,f;f"
     # lit transform in a real subprocess (with a time limit, so a hang fails the test)
-    result = run_lit("-q", "transform", "-g", "erg-1214", "--lm", "none", "-r", specs,
+    result = run_lit("-q", "transform",
+                     "--select", "roundtrip", "-g", "erg-1214", "--lm", "none", "-r", specs,
                      str(pairs))
     transformed = tmp_path / "t.jsonl"
     transformed.write_text(result.stdout)
@@ -418,7 +419,8 @@ def test_transform_then_evaluate(fake_env, tmp_path):
     assert len(ok) >= 10 and {r["spec"] for r in ok} == set(specs.split(","))
 
     # --format contrast-sets is lit.contrast over the same records
-    result = run_lit("-q", "transform", "-g", "erg-1214", "--lm", "none", "-r", specs,
+    result = run_lit("-q", "transform",
+                     "--select", "roundtrip", "-g", "erg-1214", "--lm", "none", "-r", specs,
                      "--format", "contrast-sets", str(pairs))
     sets = [json.loads(line) for line in result.stdout.splitlines()]
     assert sets == list(contrast_sets(recs)) and len(sets) == 30

@@ -161,7 +161,9 @@ def transform(tmp_path, fake_env):
     def run(path: Path | None, *args: str, input: str | bytes | None = None,
             specs: list[str] = SPECS, lm: str = "none") -> Run:
         report = tmp_path / f"report-{next(counter)}.json"
-        argv = ["transform", "-r", ",".join(specs), "--lm", lm, "--report", str(report),
+        # fake-ace replays recordings made on the reading selected by round trip
+        argv = ["transform", "--select", "roundtrip", "-r", ",".join(specs), "--lm", lm,
+                "--report", str(report),
                 *args, str(path) if path is not None else "-"]
         result = runner.invoke(app, argv, input=input, catch_exceptions=False)
         return Run(result.exit_code, result.stdout, result.stderr, report)
@@ -489,6 +491,7 @@ def test_ace_hang_watchdog_kills_and_restarts(transform, tmp_path, fake_env, mon
     else:
         rep = Report()
         with Transformer("erg-1214", home=fake_env["LIT_HOME"], env=dict(os.environ),
+                         select="roundtrip",
                          ace_options={"watchdog": 2.0, "timeout": 1}) as t:
             records = list(augment_nli(GOOD, ",".join(SPECS), transformer=t,
                                        include_skipped=True, report=rep))
@@ -653,7 +656,8 @@ def _replay_transformer(lm: Any, generator: Any = None) -> Transformer:
     from replay import ReplayGenerator, ReplayParser
 
     return Transformer("erg-1214", parser=ReplayParser(),
-                       generator=generator or ReplayGenerator(), reranker=lm, candidates=3)
+                       generator=generator or ReplayGenerator(), reranker=lm, candidates=3,
+                       select="roundtrip")
 
 
 def test_reranker_empty_candidate_list(tiny_lm, monkeypatch):

@@ -7,6 +7,7 @@ import io
 import json
 
 import pytest
+from conftest import recorded
 from delphin.codecs import simplemrs
 
 import lit.parse
@@ -15,7 +16,14 @@ from lit.formats.mrs import read_mrs_items
 from lit.formats.text import read_sentences
 from lit.interface import GenerationResult, ParseResult, Reading, TransientFailure
 from lit.mrs import decode_mrs, index_ep, mrs_for_generation, strip_lnk, to_dmrs_json
-from lit.parse import is_candidate, roundtrips, same_surface, select_reading, surface_key
+from lit.parse import (
+    is_candidate,
+    roundtrips,
+    same_surface,
+    select,
+    select_reading,
+    surface_key,
+)
 from lit.records import parse_record
 
 DOGS_BARK = (
@@ -240,3 +248,59 @@ def test_read_mrs_items_bad_json_object():
         list(read_mrs_items(io.StringIO(bad + "\n")))
     (item,) = read_mrs_items(io.StringIO(bad + "\n"), on_error="skip")
     assert "'selected' is 4 but there are 1 readings" in item.error
+
+
+# -- ranked selection (issue 12) ------------------------------------------------
+
+
+def _recorded_result(sentence: str) -> ParseResult:
+    row = next(r for r in recorded("erg-1214", "readings") if r["sentence"] == sentence)
+    return ParseResult(sentence, tuple(Reading(r["mrs"]) for r in row["readings"]))
+
+
+def test_ranked_prefers_the_progressive_to_the_identity_with_a_gerund():
+    # the README of the recordings: "People are riding bikes." round-trips both as an
+    # identity copula with the gerund NP "riding bikes" (reading 0) and as the
+    # progressive of ride (reading 1); round trip alone takes the first
+    from replay import ReplayGenerator
+
+    from lit.mrs import decode_mrs, index_ep
+
+    result = _recorded_result("People are riding bikes.")
+    first = select(result, "roundtrip", generator=ReplayGenerator())
+    ranked = select(result, "ranked", generator=ReplayGenerator())
+    assert first.index == 0
+    assert index_ep(decode_mrs(result.readings[0].mrs)).predicate == "_be_v_id"
+    assert ranked.index == 1
+    assert index_ep(decode_mrs(result.readings[1].mrs)).predicate == "_ride_v_1"
+    assert ranked.reason.startswith("reading 1 of ") and "(selection: ranked)" in ranked.reason
+    assert ranked.notes[1] == "round-trips"
+
+
+def test_ranked_tries_readings_lazily_and_says_why_none():
+    from replay import ReplayGenerator
+
+    gen = ReplayGenerator()
+    result = _recorded_result("People are riding bikes.")
+    calls = []
+    real = gen.generate
+
+    def generate(m):
+        calls.append(m)
+        return real(m)
+
+    gen.generate = generate  # type: ignore[method-assign]
+    select(result, "ranked", generator=gen)
+    assert len(calls) == 1  # the best-structured candidate round-trips: one generation
+    none = select(["[ TOP: h0 INDEX: e2 RELS: < [ unknown LBL: h1 ARG0: e2 ARG: x3 ] > "
+                   "HCONS: < h0 qeq h1 > ]"], "ranked", sentence="A dog.", generator=gen)
+    assert none.index is None and "none of the 1 readings" in none.reason
+    assert none.notes == ("not a candidate: a fragment analysis (unknown EP)",)
+
+
+def test_round_trip_keeps_case_except_the_first_letter():
+    # class 2 of issue 12: "A" read as a name realizes "A cat sleeps." all the same,
+    # but "two Girls" is not "two girls"
+    assert same_surface("Two girls play.", "two girls play")
+    assert not same_surface("Two girls play.", "Two Girls play.")
+    assert surface_key("A cat sleeps.") == surface_key("a cat sleeps")

@@ -198,7 +198,8 @@ def test_transform_records_are_the_pipelines(api, grammar, rules, verify):
 
     specs = "p,pa,i,n,f+i,q,s,o"
     sentences = [BOY, DOG, "Children were looking at a bike."]
-    with Transformer(grammar, rules=rules, candidates=3, keep_mrs=True, verify=verify) as t:
+    with Transformer(grammar, rules=rules, candidates=3, keep_mrs=True, verify=verify,
+                     select="roundtrip") as t:
         expected = list(t.transform_sentences(list(enumerate(sentences, 1)), specs))
     got = []
     for i, sentence in enumerate(sentences, 1):
@@ -216,7 +217,8 @@ def test_pair_records_are_the_pipelines(api, grammar, rules):
 
     specs = "f;p+i,m;o,o;n,q;q,pa;pa,o;o"
     pair = {"sentence1": BOY, "sentence2": DOG, "gold_label": "entailment", "id": "x"}
-    with Transformer(grammar, rules=rules, candidates=2, keep_mrs=True) as t:
+    with Transformer(grammar, rules=rules, candidates=2, keep_mrs=True,
+                     select="roundtrip") as t:
         expected = t.transform_pair(pair, specs)
     status, out = api.post("/api/transform", {**pair, "rules": specs, "candidates": 2})
     assert status == 200, out

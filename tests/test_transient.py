@@ -165,7 +165,7 @@ def test_transformer_does_not_remember_transient_outcomes(fake, tmp_path, monkey
     ace, image, _ = fake
     env = {**os.environ, **fake_ace_env(tmp_path / "fake2", "erg-1214")}
     sentence, _ = _roundtrip_reading()
-    with Transformer("erg-1214", reranker=None, env=env,
+    with Transformer("erg-1214", reranker=None, env=env, select="roundtrip",
                      ace_options={"timeout": 1, "watchdog": 30}) as t:
         monkeypatch.setenv("FAKE_ACE_SLOW", "5")  # read by fake-ace processes started now
         t.generator.close()  # type: ignore[union-attr]

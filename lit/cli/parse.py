@@ -23,8 +23,9 @@ from lit.formats.jsonl import JsonlWriter
 
 
 class _Select(str, Enum):
-    first = "first"
+    ranked = "ranked"
     roundtrip = "roundtrip"
+    first = "first"
 
 
 class _OnError(str, Enum):
@@ -113,10 +114,11 @@ def parse_command(
                                    "sentence.")] = DEFAULT_N,
     select: Annotated[
         _Select,
-        typer.Option("--select", help="How 'selected' is chosen: the first reading, or the "
-                     "first candidate reading whose generation reproduces the sentence "
-                     "(roundtrip; for images without a ranking model)."),
-    ] = _Select.first,
+        typer.Option("--select", help="How 'selected' is chosen: ranked (the best-structured "
+                     "full-clause reading the grammar regenerates the sentence from; for "
+                     "images without a ranking model), roundtrip (the first such reading in "
+                     "ACE's order) or first (the first reading)."),
+    ] = _Select.ranked,
     dmrs: Annotated[bool, typer.Option("--dmrs", help="Add each reading as DMRS JSON.")] = False,
     tree: Annotated[bool, typer.Option("--tree", help="Add each reading's tree and "
                                        "derivation.")] = False,
@@ -150,7 +152,7 @@ def parse_command(
             progress("parsing", total=total) as bar:
         # ACE's version is known now: the generator need not run `ace -V` again
         kwargs["ace_version"] = parser.ace_version
-        generator = AceGenerator(g.image, **kwargs) if select is _Select.roundtrip else None
+        generator = AceGenerator(g.image, **kwargs) if select is not _Select.first else None
         try:
             for item in _sentence_items(sentences, input_path, on_error.value):
                 record = _parse_one(item, parser, generator, select.value, max_words,

@@ -20,7 +20,6 @@ from rich.table import Table
 
 from lit.cli._app import app
 from lit.cli._common import echo_summary, progress
-from lit.errors import InputError
 
 rules_app = typer.Typer(
     name="rules",
@@ -202,69 +201,38 @@ def transform_sentence(
     ] = None,
     select: Annotated[
         str,
-        typer.Option("--select", help="Reading selection: 'roundtrip' (the first reading the "
-                     "grammar regenerates the sentence from) or 'first'."),
-    ] = "roundtrip",
+        typer.Option("--select", help="Reading selection: ranked (the best-structured "
+                     "full-clause reading that regenerates the sentence), roundtrip (the "
+                     "first such reading) or first."),
+    ] = "ranked",
     max_readings: Annotated[
         int, typer.Option("--max-readings", help="Ask ACE for at most this many readings.")
     ] = 10,
     no_plugins: _NoPluginsOpt = False,
 ) -> None:
-    """Parse a sentence, apply rule chains, and print the generated candidates (needs ACE).
+    """Parse a sentence, apply rule chains, and print the ranked candidates (needs ACE).
 
-    One JSON line per chain: {"sentence", "chain", "reading", "mrs", "reason",
-    "candidates", "error"}.
+    One JSON line per chain: {"sentence", "chain", "status", "reason",
+    "reading", "selection", "sentence_out", "candidates", "mrs"}, as the
+    records of `lit transform` on plain text.
 
     Example: lit transform-sentence "The dog chased the cat." --rules p,f+i -g erg-1214
     """
-    from delphin.codecs import simplemrs
+    from lit.parse import SELECT_METHODS
+    from lit.pipeline import Transformer
 
-    from lit.ace import AceGenerator, AceParser
-    from lit.generate import generate_candidates
-    from lit.grammar import default_grammar, resolve_grammar
-    from lit.parse import select_reading
-    from lit.rules import apply_chain
-
-    if select not in ("first", "roundtrip"):
-        raise typer.BadParameter("must be 'roundtrip' or 'first'", param_hint="--select")
+    if select not in SELECT_METHODS:
+        raise typer.BadParameter(f"must be one of {', '.join(SELECT_METHODS)}",
+                                 param_hint="--select")
     rs = _ruleset(rules_dir, no_plugins)
     parsed = rs.parse_chains(chains)
-    env = dict(os.environ)
-    name = grammar or default_grammar(home=_home())
-    g = resolve_grammar(name, env=env)
-    executable = g.ace or "ace"
-    with AceParser(g.image, executable=executable, n=max_readings, env=env) as parser:
-        result = parser.parse(sentence)
-    base: dict[str, Any] = {"sentence": sentence}
-    if result.error or not result.readings:
+    with Transformer(grammar, rules=rs, select=select, n=max_readings,
+                     env=dict(os.environ)) as t:
         for text, _ in parsed:
-            click.echo(json.dumps({**base, "chain": text, "reading": None, "mrs": None,
-                                   "reason": f"no-parse: {result.error or 'no readings'}",
-                                   "candidates": [], "error": result.error},
-                                  ensure_ascii=False))
-        return
-    with AceGenerator(g.image, executable=executable, env=env) as generator:
-        index: int | None
-        if reading is not None:
-            if not 0 <= reading < len(result.readings):
-                raise InputError(f"--reading {reading}: the sentence has "
-                                 f"{len(result.readings)} readings")
-            index = reading
-        else:
-            index = select_reading(result, select, generator=generator)
-        m = None if index is None else simplemrs.decode(result.readings[index].mrs)
-        for text, rules in parsed:
-            record: dict[str, Any] = {**base, "chain": text, "reading": index}
-            if m is None:
-                record.update(mrs=None, reason=f"no-parse: no reading selected ({select})",
-                              candidates=[], error=None)
-            else:
-                out = apply_chain(m, rules, g.profile)
-                if out.mrs is None:
-                    record.update(mrs=None, reason=out.reason, candidates=[], error=None)
-                else:
-                    text_mrs = simplemrs.encode(out.mrs, lnk=False)
-                    realized, error = generate_candidates(generator, text_mrs)
-                    record.update(mrs=text_mrs, reason=None,
-                                  candidates=list(realized.candidates), error=error)
-            click.echo(json.dumps(record, ensure_ascii=False))
+            res = t.transform_sentence(sentence, text, reading=reading)
+            click.echo(json.dumps({
+                "sentence": sentence, "chain": text, "status": res.status,
+                "reason": res.reason, "reading": res.reading, "selection": res.selection,
+                "sentence_out": res.sentence,
+                "candidates": [c.sentence for c in res.candidates], "mrs": res.mrs,
+            }, ensure_ascii=False))

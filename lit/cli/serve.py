@@ -49,8 +49,9 @@ def serve_command(
         help="ACE backends (a parser and a generator process each) shared by all requests; "
              "more requests wait in line.")] = 1,
     select: Annotated[str, typer.Option(
-        "--select", help="Reading selection: roundtrip (first reading that regenerates the "
-                         "sentence) or first.")] = "roundtrip",
+        "--select", help="Reading selection: ranked (the best-structured full-clause reading "
+                         "that regenerates the sentence), roundtrip (the first such reading) "
+                         "or first.")] = "ranked",
     readings: Annotated[int, typer.Option(
         "--readings", "-n", min=1, max=100, help="Readings per parse.")] = 10,
     rules_dir: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP007

@@ -94,8 +94,9 @@ def transform_command(
     rules_dir: Annotated[Optional[list[Path]], typer.Option(  # noqa: UP007
         "--rules-dir", help="More rule files or directories of *.toml (repeatable).")] = None,
     select: Annotated[str, typer.Option(
-        "--select", help="Reading selection: roundtrip (first reading that regenerates the "
-                         "sentence) or first.")] = "roundtrip",
+        "--select", help="Reading selection: ranked (the best-structured full-clause reading "
+                         "that regenerates the sentence), roundtrip (the first such reading) "
+                         "or first.")] = "ranked",
     readings: Annotated[int, typer.Option(
         "--readings", "-n", min=1, help="Readings per parse to select from.")] = 10,
     max_words: Annotated[Optional[int], typer.Option(  # noqa: UP007
