@@ -58,6 +58,7 @@ __all__ = [
     "select",
     "structure",
     "is_candidate",
+    "why_not_candidate",
     "surface_key",
     "same_surface",
     "roundtrips",
@@ -104,7 +105,7 @@ def is_candidate(m: MRS) -> bool:
         ...     " HCONS: < h0 qeq h1 h5 qeq h7 > ]"))
         True
     """
-    return _not_candidate(m) is None
+    return why_not_candidate(m) is None
 
 
 # control characters are sent to ACE as spaces (lit.ace), so compare them as spaces
@@ -230,7 +231,7 @@ def select(
             logger.warning("reading %d of %r is not readable: %s", i, sentence, exc)
             notes[i] = f"not readable: {exc}"
             continue
-        why = _not_candidate(m)
+        why = why_not_candidate(m)
         if why is not None:
             notes[i] = f"not a candidate: {why}"
             continue
@@ -254,7 +255,8 @@ def select(
     return Selection(None, method, reason, tuple(notes))
 
 
-def _not_candidate(m: MRS) -> str | None:
+def why_not_candidate(m: MRS) -> str | None:
+    """Why *m* is not a round-trip candidate (see the module notes), or ``None``."""
     if any(ep.predicate == "unknown" for ep in m.rels):
         return "a fragment analysis (unknown EP)"
     ep = index_ep(m)

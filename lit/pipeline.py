@@ -692,30 +692,31 @@ class Transformer:
     def _choose(self, job: _Job, choice: Choice) -> None:
         text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
         ranked = list(choice.candidates)
+        verified: list[tuple[str, bool]] = []
+
+        def result(status: str, reason: str | None, chosen: list[Candidate]) -> None:
+            job.result = SentenceResult(
+                job.sentence, job.written, status, reason,
+                chosen[0].sentence if chosen else None, tuple(chosen), text, job.reading,
+                job.selection, job.realizations, choice.rejected, tuple(verified),
+                None if job.expectation is None else job.expectation.describe())
+
         if not ranked:
-            job.result = SentenceResult(job.sentence, job.written, "skipped",
-                                        f"no-realization: {choice.reason}", mrs=text,
-                                        reading=job.reading, selection=job.selection)
-            return
+            return result("skipped", f"no-realization: {choice.reason}", [])
         chosen = list(ranked)
         if job.expectation is not None:
             try:
-                passing = [c for c in ranked if self._verified(c.sentence, job.expectation)]
+                for c in ranked:
+                    verified.append((c.sentence, self._verified(c.sentence, job.expectation)))
             except TransientFailure as exc:
-                job.result = SentenceResult(job.sentence, job.written, "error",
-                                            f"{exc.failure}: --verify: {exc.detail}", mrs=text,
-                                            reading=job.reading, selection=job.selection)
-                return
+                return result("error", f"{exc.failure}: --verify: {exc.detail}", [])
+            passing = [c for c, (_, ok) in zip(ranked, verified, strict=True) if ok]
             if not passing:
-                job.result = SentenceResult(
-                    job.sentence, job.written, "skipped",
-                    f"no-realization: --verify rejected all {len(ranked)} candidates "
-                    f"({job.expectation.describe()})", mrs=text,
-                    reading=job.reading, selection=job.selection)
-                return
+                who = "--verify" if self.verify else "the voice check (a re-parse)"
+                return result("skipped", f"no-realization: {who} rejected all {len(ranked)} "
+                                         f"candidates ({job.expectation.describe()})", [])
             chosen = passing + [c for c in ranked if c not in passing]
-        job.result = SentenceResult(job.sentence, job.written, "ok", None, chosen[0].sentence,
-                                    tuple(chosen), text, job.reading, job.selection)
+        result("ok", None, chosen)
 
     def _voice_open(self) -> bool:
         """Whether the grammar leaves voice open in an MRS without ICONS."""

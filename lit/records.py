@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from delphin.mrs import MRS
 
 from lit.formats.jsonl import Skipped
-from lit.generate import Candidate
+from lit.generate import Candidate, Realizations
 from lit.interface import TRANSIENT_FAILURES
 from lit.mrs import to_dmrs_json
 
@@ -151,6 +151,10 @@ class SentenceResult:
         mrs: the transformed MRS (SimpleMRS), when the chain applied
         reading: the index of the reading the chain was applied to
         selection: why that reading was selected
+        realizations: what generation returned, cleaned (not in records)
+        rejected: ``(sentence, reason)`` of candidates the guards dropped
+        verified: ``(sentence, passed)`` of candidates a re-parse checked
+        expectation: what that re-parse looked for
     """
 
     original: str
@@ -162,6 +166,10 @@ class SentenceResult:
     mrs: str | None = None
     reading: int | None = None
     selection: str | None = None
+    realizations: Realizations | None = None
+    rejected: tuple[tuple[str, str], ...] = ()
+    verified: tuple[tuple[str, bool], ...] = ()
+    expectation: str | None = None
 
     @property
     def score(self) -> float | None:

@@ -76,7 +76,9 @@ def ace_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 def explorer_for(grammar, rules, labels, tmp_path, *, workers=1, limits=None, **env):
     pool = ace_pool(grammar, workers, n=10, env=ace_env(tmp_path, **env))
     try:
+        # fake-ace replays recordings made on the reading selected by round trip
         yield Explorer(pool, grammar.profile, rules=rules, labels=labels, limits=limits,
+                       select="roundtrip",
                        about={"lm": None})
     finally:
         pool.close()
@@ -174,8 +176,7 @@ def test_parse_is_the_lit_parse_record_explained(api, grammar):
     assert flags[2] == (True, True)
     assert flags[3] == (True, False)
     assert flags[0] == (False, None)
-    assert rec["readings"][0]["note"] == \
-        "not a candidate: it has an unknown EP (a fragment analysis)"
+    assert rec["readings"][0]["note"] == "not a candidate: a fragment analysis (unknown EP)"
     assert rec["readings"][2]["index_ep"] == "_do_v_1"
     assert rec["readings"][2]["dmrs"]["index"] is not None
 
@@ -599,6 +600,8 @@ def start_lit_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = Non
 
     full = dict(os.environ, **fake_ace_env(tmp_path / "fake"), LIT_HOME=str(tmp_path / "home"))
     full.update(env or {})
+    if "--select" not in args:  # fake-ace: recordings of the reading selected by round trip
+        args = ("--select", "roundtrip", *args)
     proc = subprocess.Popen([*LIT, "serve", "--port", "0", *args], env=full,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str | None] = queue.Queue()
@@ -730,7 +733,7 @@ def test_real_ace_the_dog_chased_the_cat(rules, labels, tmp_path):
     ace, image = real_ace("erg-1214")
     grammar = Grammar(load_profile("erg-1214"), image, ace, "env", None, None)
     pool = ace_pool(grammar, 2, n=10)
-    explorer = Explorer(pool, grammar.profile, rules=rules, labels=labels)
+    explorer = Explorer(pool, grammar.profile, rules=rules, labels=labels, select="roundtrip")
     try:
         parsed = explorer.parse("The dog chased the cat.")
         assert parsed["readings"] and parsed["selected"] is not None

@@ -148,7 +148,7 @@ def test_sentence_readings_chains_candidates_in_chromium(browser, server, shots)
                             "RSTR/H"])
     assert "INDEX" in graph.find_element(By.CSS_SELECTOR, "g.node.index text.tag").text
     # a fragment analysis says why it is not a candidate
-    assert "not a candidate: it has an unknown EP" in cards[0].text
+    assert "not a candidate: a fragment analysis (unknown EP)" in cards[0].text
     assert "does not round-trip" in cards[3].text
 
     # chains -> candidates with scores

@@ -85,11 +85,12 @@ def serve_command(
     line. Ctrl-C stops the server and its ACE processes.
     """
     from lit.grammar import lit_home
+    from lit.parse import SELECT_METHODS
     from lit.serve.app import missing, serve
     from lit.serve.explore import Limits
 
-    if select not in ("roundtrip", "first"):
-        raise typer.BadParameter(f"{select!r}; choose from roundtrip, first",
+    if select not in SELECT_METHODS:
+        raise typer.BadParameter(f"{select!r}; choose from {', '.join(SELECT_METHODS)}",
                                  param_hint="--select")
     hint = missing()
     if hint is not None:

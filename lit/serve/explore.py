@@ -24,7 +24,8 @@ between ACE calls the explorer checks it and stops with
 
 Why this module is long: it answers every explorer question (readings, their
 selection, chains on any reading, pairs with labels) with explanations that the
-command line does not produce.
+command line does not produce; selection, transformation and records are those
+of :mod:`lit.parse`, :class:`~lit.pipeline.Transformer` and :mod:`lit.records`.
 
 Example (needs ACE, or the tests' stand-in):
     >>> explorer = Explorer(pool, profile, rules=rules, labels=table)   # doctest: +SKIP
@@ -40,9 +41,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
-from delphin.codecs import simplemrs
 from delphin.mrs import MRS
 
 from lit.errors import LitError
@@ -175,7 +175,7 @@ class Explorer:
         labels: the :class:`~lit.nli.LabelTable` for pairs
         reranker: a loaded :class:`~lit.rerank.Reranker`, or ``None`` for
             grammar order (no scores)
-        select: the selection strategy, ``"roundtrip"`` or ``"first"``
+        select: the selection strategy (:data:`lit.parse.SELECT_METHODS`)
         limits: the request :class:`Limits`
         about: more facts for :meth:`info` (ACE version, LM name, ...)
         cache_size: parses and realizations remembered
@@ -190,14 +190,17 @@ class Explorer:
         rules: Any,
         labels: Any,
         reranker: Any = None,
-        select: str = "roundtrip",
+        select: str = "ranked",
         limits: Limits | None = None,
         about: dict[str, Any] | None = None,
         cache_size: int = 512,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if select not in ("roundtrip", "first"):
-            raise ValueError(f"unknown selection method {select!r}; use roundtrip or first")
+        from lit.parse import SELECT_METHODS
+
+        if select not in SELECT_METHODS:
+            raise ValueError(f"unknown selection method {select!r}; use one of "
+                             f"{', '.join(SELECT_METHODS)}")
         self.pool = pool
         self.profile = profile
         self.rules = rules
@@ -291,6 +294,7 @@ class Explorer:
             RequestError, SpecError: bad input
             TimeLimitError, BusyError: the request ran out of time
         """
+        from lit.records import sentence_record
         from lit.spec import parse_specs
 
         self._check_sentence(sentence, "sentence")
@@ -303,14 +307,11 @@ class Explorer:
             view = self._view(sentence, deadline, backend)
             used = self._pick(view, reading, "reading")
             for spec in specs:
-                res, explain = self._side(backend, view, used, spec.premise, verify, deadline)
-                rec: dict[str, Any] = {
-                    "id": item_id, "spec": spec.text, "status": res.status,
-                    "reason": res.reason, "original": {"sentence": sentence},
-                    "sentence": res.sentence, "chain": spec.chain,
-                    "candidates": [c.to_dict() for c in res.candidates[:k]],
-                    "mrs": res.mrs, "explain": explain,
-                }
+                res, explain = self._side(backend, view, reading, spec.premise, verify,
+                                          deadline)
+                rec = sentence_record(item_id, sentence, spec, res, candidates=k,
+                                      keep_mrs=True)
+                rec["explain"] = explain
                 records.append(rec)
         return {"id": item_id, "sentence": sentence, "reading": used,
                 "selected": view.selected, "records": records}
@@ -369,47 +370,39 @@ class Explorer:
                 view = views[i] = self._view(sentences[i], deadline, backend)
                 used[i] = self._pick(view, readings[i], f"reading{i + 1}")
             for spec, lab in labelled:
-                records.append(self._pair_record(backend, original, sentences, views, used,
+                records.append(self._pair_record(backend, original, sentences, views, readings,
                                                  spec, lab, k, verify, deadline))
         return {**original, "readings": used,
                 "selected": [None if v is None else v.selected for v in views],
                 "records": records}
 
     def _pair_record(self, backend: Any, original: dict[str, Any], sentences: tuple[str, str],
-                     views: list[Readings | None], used: list[int | None], spec: Any, lab: Any,
-                     k: int, verify: bool, deadline: float) -> dict[str, Any]:
-        # the record of lit.pipeline.Transformer._pair_record, on the chosen readings
+                     views: list[Readings | None], readings: Sequence[int | None], spec: Any,
+                     lab: Any, k: int, verify: bool, deadline: float) -> dict[str, Any]:
+        # lit.records.pair_record on the chosen readings, with explanations
+        from lit.records import Pair, pair_record
+
         row, _ = self.labels.row_for(spec)
-        rec: dict[str, Any] = {"id": original["id"], "spec": spec.text, "status": "skipped",
-                               "reason": None, "original": original, "sentence1": None,
-                               "sentence2": None, "gold_label": None, "label_rule": None}
         explain: dict[str, Any] = {"label_row": None if row is None else row.to_dict(),
                                    "label_reason": lab.reason}
+        pair = Pair(original["id"], original, sentences[0], sentences[1],
+                    original["gold_label"])
+        sides = None
+        if lab.label is not None:
+            done = []
+            for i, name in enumerate(("premise", "hypothesis")):
+                chain = spec.premise if i == 0 else spec.hypothesis
+                view = views[i]
+                if chain is None or view is None:
+                    res, side_explain = self._untouched(sentences[i]), None
+                else:
+                    res, side_explain = self._side(backend, view, readings[i], chain, verify,
+                                                   deadline)
+                explain[name] = side_explain
+                done.append(res)
+            sides = (done[0], done[1])
+        rec = pair_record(pair, spec, lab, sides, candidates=k, keep_mrs=True)
         rec["explain"] = explain
-        if lab.label is None:
-            rec["reason"] = f"unlabeled: {lab.reason}"
-            return rec
-        rec["label_rule"] = lab.to_dict()
-        sides = []
-        for i, name in enumerate(("premise", "hypothesis")):
-            chain = spec.premise if i == 0 else spec.hypothesis
-            view = views[i]
-            if chain is None or view is None:
-                res, side_explain = self._untouched(sentences[i]), None
-            else:
-                res, side_explain = self._side(backend, view, used[i], chain, verify, deadline)
-            rec[name] = res.to_dict(candidates=k, keep_mrs=True)
-            explain[name] = side_explain
-            sides.append((name, res))
-        failed = next(((n, r) for n, r in sides if r.status != "ok"), None)
-        if failed is not None:
-            name, res = failed
-            category, _, detail = (res.reason or "error: unknown").partition(": ")
-            rec["status"] = res.status
-            rec["reason"] = f"{category}: {name}: {detail}"
-            return rec
-        rec.update(status="ok", sentence1=sides[0][1].sentence, sentence2=sides[1][1].sentence,
-                   gold_label=lab.label)
         return rec
 
     # -- one side: a reading transformed by one chain -------------------------
@@ -422,83 +415,42 @@ class Explorer:
     def _side(self, backend: Any, view: Readings, reading: int | None,
               chain: tuple[str, ...] | None, verify: bool, deadline: float
               ) -> tuple[Any, dict[str, Any] | None]:
-        """(SentenceResult, explain) for *chain* on *reading* of *view*'s sentence.
-
-        The steps and reasons are those of the pipeline (``Transformer``):
-        apply the chain, generate, clean, rank, verify.
-        """
-        from lit.generate import Expectation, clean_realizations
-        from lit.records import SentenceResult
-        from lit.rerank import rank_candidates
-        from lit.rules import apply_chain
-
+        """(SentenceResult, explain) for *chain* on *reading* (``None``: the
+        selected one) of *view*'s sentence, computed by the pipeline itself
+        (:meth:`lit.pipeline.Transformer.transform_sentence`)."""
         sentence = view.result.sentence
         if chain is None:
             return self._untouched(sentence), None
         written = "+".join(chain)
-        rules = self.rules.parse_chain(written)
+        self._check_time(deadline, f"transforming by {written}")
+        with self._transformer(backend, verify) as t:
+            res = t.transform_sentence(sentence, written, reading=reading)
+        real = res.realizations
         explain: dict[str, Any] = {
-            "reading": reading,
+            "reading": res.reading,
             "rules": [{"name": r.name, "phenomenon": r.phenomenon,
-                       "description": r.description} for r in rules],
-            "generated": None, "dropped": [], "verify": None,
+                       "description": r.description} for r in self.rules.parse_chain(written)],
+            "generated": None if real is None else real.total,
+            "dropped": [] if real is None else [{"sentence": t_, "reason": r}
+                                                for t_, r in real.dropped],
+            "rejected": [{"sentence": t_, "reason": r} for t_, r in res.rejected],
+            "verify": None,
         }
+        if res.verified:
+            explain["verify"] = {"expectation": res.expectation,
+                                 "results": [{"sentence": t_, "ok": ok}
+                                             for t_, ok in res.verified]}
+        return res, explain
 
-        def done(status: str, reason: str, mrs: str | None = None) -> tuple[Any, dict[str, Any]]:
-            return SentenceResult(sentence, written, status, reason, mrs=mrs), explain
+    def _transformer(self, backend: Any, verify: bool) -> Any:
+        """A :class:`~lit.pipeline.Transformer` over the leased *backend*."""
+        from lit.pipeline import Transformer
 
-        parsed = view.parsed(reading)
-        if parsed.mrs is None:
-            reason = parsed.reason or "no-parse: no reading"
-            return done("error" if reason.startswith("error") else "skipped", reason)
-        applied = apply_chain(parsed.mrs, rules, self.profile)
-        if applied.mrs is None:
-            return done("skipped", f"inapplicable: {applied.reason}")
-        text = simplemrs.encode(applied.mrs, lnk=False)
-        self._check_time(deadline, f"generating for {written}")
-        result = self._generate(backend, applied.mrs)
-        if result.error and not result.surfaces:
-            return done("error", f"error: generation failed: {result.error}", text)
-        real = clean_realizations(result.surfaces)
-        explain["generated"] = real.total
-        explain["dropped"] = [{"sentence": s, "reason": r} for s, r in real.dropped]
-        if not real.candidates:
-            why = ("the grammar realizes nothing" if not real.total else
-                   f"all {real.total} realizations had surface blemishes")
-            return done("skipped", f"no-realization: {why}", text)
-        self._check_time(deadline, f"ranking the candidates of {written}")
-        with self._lm_lock:
-            ranked = rank_candidates([real.candidates], self.reranker)[0]
-        chosen = list(ranked)
-        if verify:
-            expectation = Expectation.derive(parsed.mrs, applied.mrs)
-            checked = []
-            for cand in ranked:
-                self._check_time(deadline, f"verifying the candidates of {written}")
-                checked.append((cand, self._verified(backend, cand.sentence, expectation)))
-            explain["verify"] = {
-                "expectation": expectation.describe(),
-                "results": [{"sentence": c.sentence, "ok": ok} for c, ok in checked],
-            }
-            passing = [c for c, ok in checked if ok]
-            if not passing:
-                return done("skipped", f"no-realization: --verify rejected all {len(ranked)} "
-                                       f"candidates ({expectation.describe()})", text)
-            chosen = passing + [c for c in ranked if c not in passing]
-        return SentenceResult(sentence, written, "ok", None, chosen[0].sentence, tuple(chosen),
-                              text), explain
-
-    def _verified(self, backend: Any, sentence: str, expectation: Any) -> bool:
-        from lit.mrs import decode_mrs, strip_lnk
-
-        for reading in self._parse(backend, sentence).readings:
-            try:
-                m = strip_lnk(decode_mrs(reading.mrs))
-            except ValueError:
-                continue
-            if expectation.check(m):
-                return True
-        return False
+        return Transformer(self.profile, rules=self.rules, labels=self.labels,
+                           reranker=None if self.reranker is None else cast(
+                               Any, _Locked(self.reranker, self._lm_lock)),
+                           parser=_CachedParser(self, backend), select=self.select,
+                           generator=_CachedGenerator(self, backend), verify=verify)
 
     # -- readings and their selection -----------------------------------------
 
@@ -509,26 +461,38 @@ class Explorer:
         if backend is None:
             with self._lease(deadline) as leased:
                 return self._view(sentence, deadline, leased)
+        from lit.interface import TransientFailure
+        from lit.parse import select
+
         self._check_time(deadline, "parsing")
         result = self._parse(backend, sentence)
         infos = []
-        first_roundtrip = None
         for i in range(len(result.readings)):
             self._check_time(deadline, f"checking the round trip of reading {i}")
-            info = self._reading_info(backend, result, i)
-            if info.roundtrip and first_roundtrip is None:
-                first_roundtrip = i
-            infos.append(info)
-        selected, reason = self._selection(result, first_roundtrip)
+            infos.append(self._reading_info(backend, result, i))
+        if result.error and not result.readings:
+            selected, reason = None, f"no reading: {result.error}"
+        elif not result.readings:
+            selected, reason = None, ("no reading: the grammar has no analysis of the sentence "
+                                      "(no parse)")
+        else:
+            try:
+                chosen = select(result, self.select, generator=_CachedGenerator(self, backend))
+            except TransientFailure as exc:
+                selected, reason = None, f"undecided: {exc}"
+            else:
+                selected, reason = chosen.index, chosen.reason
         view = Readings(result, tuple(infos), selected, self.select, reason)
         if not result.error or result.readings:  # a failed parse is tried again next time
             self._views.put(sentence, view)
         return view
 
     def _reading_info(self, backend: Any, result: Any, i: int) -> ReadingInfo:
+        """What the page shows of reading *i*: candidate or not (and why), and
+        whether it round-trips (every candidate is tried, for display)."""
         from lit.generate import clean_realizations
         from lit.mrs import decode_mrs, index_ep, strip_lnk
-        from lit.parse import is_candidate, same_surface
+        from lit.parse import same_surface, why_not_candidate
 
         try:
             m = strip_lnk(decode_mrs(result.readings[i].mrs))
@@ -536,40 +500,21 @@ class Explorer:
             return ReadingInfo(False, None, f"not a candidate: unreadable MRS ({exc})")
         ep = index_ep(m)
         pred = None if ep is None else ep.predicate
-        if not is_candidate(m):
-            if any(e.predicate == "unknown" for e in m.rels):
-                why = "it has an unknown EP (a fragment analysis)"
-            elif ep is None:
-                why = "no index EP (no non-quantifier EP whose ARG0 is the INDEX)"
-            else:
-                why = f"its index EP {pred} is not a verb"
+        why = why_not_candidate(m)
+        if why is not None:
             return ReadingInfo(False, None, f"not a candidate: {why}", pred)
         gen = self._generate(backend, m)
-        shown = clean_realizations(gen.surfaces).candidates[:5]
-        if gen.error and not gen.surfaces:
-            return ReadingInfo(True, False, f"candidate; generation failed: {gen.error}", pred)
+        shown = clean_realizations(gen.surfaces, result.sentence).candidates[:5]
         if any(same_surface(s, result.sentence) for s in gen.surfaces):
             return ReadingInfo(True, True, "candidate; the grammar regenerates the sentence "
                                "from it", pred, shown)
+        if gen.error and not gen.surfaces:
+            return ReadingInfo(True, False, f"candidate; generation failed: {gen.error}", pred)
         if not gen.surfaces:
             return ReadingInfo(True, False, "candidate; the grammar realizes nothing from it",
                                pred)
         return ReadingInfo(True, False, f"candidate; does not round-trip: the grammar realizes "
                            f"{len(gen.surfaces)} other string(s)", pred, shown)
-
-    def _selection(self, result: Any, first_roundtrip: int | None) -> tuple[int | None, str]:
-        n = len(result.readings)
-        if result.error and not n:
-            return None, f"no reading: {result.error}"
-        if not n:
-            return None, "no reading: the grammar has no analysis of the sentence (no parse)"
-        if self.select == "first":
-            return 0, "the first reading (selection: first)"
-        if first_roundtrip is None:
-            return None, (f"none of the {n} readings is a candidate that regenerates the "
-                          "sentence (selection: roundtrip); lit transform skips it as no-parse")
-        return first_roundtrip, (f"reading {first_roundtrip} is the first candidate reading "
-                                 "that regenerates the sentence (selection: roundtrip)")
 
     def _pick(self, view: Readings, reading: Any, field: str) -> int | None:
         if reading is None:
@@ -587,7 +532,7 @@ class Explorer:
         result = self._parses.get(sentence)
         if result is None:
             result = backend.parser.parse(sentence)
-            if not result.error or result.readings:  # failures are not remembered
+            if not result.transient:  # cut-short answers are not remembered
                 self._parses.put(sentence, result)
         return result
 
@@ -598,7 +543,7 @@ class Explorer:
         result = self._realizations.get(key)
         if result is None:
             result = backend.generator.generate(m)
-            if not result.error:
+            if not result.transient:
                 self._realizations.put(key, result)
         return result
 
@@ -640,3 +585,37 @@ class Explorer:
         if len(specs) > self.limits.max_specs:
             raise RequestError(f"rules: {len(specs)} specs > {self.limits.max_specs} per "
                                "request")
+
+
+class _CachedParser:
+    """The leased parser behind the explorer's parse cache (a :class:`~lit.interface.Parser`)."""
+
+    def __init__(self, explorer: Explorer, backend: Any) -> None:
+        self._explorer, self._backend = explorer, backend
+
+    def parse(self, sentence: str) -> Any:
+        return self._explorer._parse(self._backend, sentence)
+
+
+class _CachedGenerator:
+    """The leased generator behind the explorer's realization cache."""
+
+    def __init__(self, explorer: Explorer, backend: Any) -> None:
+        self._explorer, self._backend = explorer, backend
+
+    def generate(self, m: Any) -> Any:
+        from lit.mrs import decode_mrs
+
+        return self._explorer._generate(self._backend, decode_mrs(m))
+
+
+class _Locked:
+    """A loaded reranker whose scoring takes a lock (requests share one model)."""
+
+    def __init__(self, reranker: Any, lock: threading.Lock) -> None:
+        self._reranker, self._lock = reranker, lock
+        self.loaded = True
+
+    def score(self, sentences: Any) -> list[float]:
+        with self._lock:
+            return list(self._reranker.score(sentences))
