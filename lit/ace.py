@@ -505,20 +505,15 @@ class _AceProcess:
         return code
 
     def _restart(self) -> None:
-        proc = self._proc
-        self._reap(proc._p)
+        """Replace a crashed or hung ACE process by a new one."""
+        self._reap(self._proc._p)
         self.restarts += 1
-        proc._lit_may_open = True
-        try:
-            proc._open()
-        finally:
-            proc._lit_may_open = False
-        logger.info("ACE %s restarted (pid %d)", self._kind, proc._p.pid)
+        self._reopen()
+        logger.info("ACE %s restarted (pid %d)", self._kind, self._proc._p.pid)
 
     def _renew(self) -> None:
-        """Replace the idle ACE process by a new one (``fresh`` mode)."""
-        proc = self._proc
-        p = proc._p
+        """Replace the idle ACE process by a new one (``fresh`` mode, retries)."""
+        p = self._proc._p
         try:  # politely: end of input (ACE exits at once), then kill
             if p.stdin is not None:
                 p.stdin.close()
@@ -527,6 +522,10 @@ class _AceProcess:
             pass
         self._reap(p)
         self.renewals += 1
+        self._reopen()
+
+    def _reopen(self) -> None:
+        proc = self._proc
         proc._lit_may_open = True
         try:
             proc._open()
