@@ -65,7 +65,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "lit.rules"
 
 #: Preconditions of a rule that does not declare its own.
-DEFAULT_PRECONDITIONS: tuple[str, ...] = ("no_unknown", "verb", "x:ARG1")
+DEFAULT_PRECONDITIONS: tuple[str, ...] = ("no_unknown", "verb", "x:ARG1", "index_not_in_np")
 
 _NAME = re.compile(r"^[A-Za-z0-9_:\-]+$")
 _RULE_KEYS = {

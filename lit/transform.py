@@ -47,6 +47,7 @@ from typing import Any
 
 from delphin.mrs import EP, MRS, HCons, ICons
 from delphin.mrs import INTRINSIC_ROLE as ARG0
+from delphin.mrs import RESTRICTION_ROLE as RSTR
 
 from lit.mrs import (  # private: shared with lit.mrs only
     _copy_ep,
@@ -162,6 +163,8 @@ class Semantics:
     itcleft: str = "_be_v_itcleft"
     itcleft_unsupported: str = ""
     modal_aspect: str = "minus"
+    existential: str = "_be_v_there"
+    identity: str = "_be_v_id"
     modals: Mapping[str, str] = field(default_factory=lambda: {"may": "_may_v_modal"})
     modals_unsupported: Mapping[str, str] = field(default_factory=dict)
 
@@ -188,6 +191,8 @@ class Semantics:
             itcleft=itcleft,
             itcleft_unsupported=str(sem.get("itcleft_unsupported", "")),
             modal_aspect=str(sem.get("modal_aspect", "minus")),
+            existential=str(sem.get("existential", "_be_v_there")),
+            identity=str(sem.get("identity", "_be_v_id")),
             modals=dict(sem.get("modals", {})),
             modals_unsupported=dict(sem.get("modals_unsupported", {})),
         )
@@ -314,6 +319,49 @@ def _check_x(role: str) -> Callable[[MRS, Semantics], None]:
     return check_x
 
 
+def _check_not_existential(m: MRS, sem: Semantics) -> None:
+    verb = _verb(m, sem)
+    if verb.predicate == sem.existential:
+        raise Inapplicable(f"an existential ({verb.predicate}: 'there is/are ...'): its "
+                           "subject is an expletive 'there'")
+
+
+def _check_not_identity_gerund(m: MRS, sem: Semantics) -> None:
+    verb = _verb(m, sem)
+    if verb.predicate != sem.identity:
+        return
+    gerunds = {ep.iv for ep in m.rels if ep.predicate == "nominalization"}
+    for role in ("ARG1", "ARG2"):
+        if verb.args.get(role) in gerunds:
+            raise Inapplicable(f"an identity copula ({verb.predicate}) with a gerund {role} "
+                               "(most likely a misreading of a progressive)")
+
+
+def _check_index_not_in_np(m: MRS, sem: Semantics) -> None:
+    verb = _verb(m, sem)
+    restrictions = {scope_target(m, ep.args[RSTR]) for ep in m.rels if ep.is_quantifier()
+                    and RSTR in ep.args}
+    if verb.label in restrictions:
+        raise Inapplicable(f"the index verb {verb.predicate} is inside a noun phrase (a "
+                           "relative clause or participle), not the main clause")
+
+
+def _check_no_bound_pronoun(role: str) -> Callable[[MRS, Semantics], None]:
+    def check(m: MRS, sem: Semantics) -> None:
+        verb = _verb(m, sem)
+        var = verb.args.get(role)
+        pronouns = {ep.iv for ep in m.rels if ep.predicate == "pron"}
+        if var in pronouns:
+            raise Inapplicable(f"{role} is a pronoun; moving it before the subject may "
+                               "change what it refers to")
+        if any(ep.predicate == "poss" and ep.args.get("ARG1") == var
+               and ep.args.get("ARG2") in pronouns for ep in m.rels):
+            raise Inapplicable(f"{role} has a possessive pronoun ('his ...'), which the "
+                               "subject may bind; moving it before the subject changes that")
+
+    return check
+
+
 def _check_not_question(m: MRS, sem: Semantics) -> None:
     if m.variables.get(m.index or "", {}).get("SF") == "ques":
         raise Inapplicable("sentence is a question")
@@ -327,6 +375,10 @@ PRECONDITIONS: dict[str, Callable[[MRS, Semantics], None]] = {
     "x:ARG2": _check_x("ARG2"),
     "x:ARG3": _check_x("ARG3"),
     "not_question": _check_not_question,
+    "not_existential": _check_not_existential,
+    "not_identity_gerund": _check_not_identity_gerund,
+    "index_not_in_np": _check_index_not_in_np,
+    "no_bound_pronoun:ARG2": _check_no_bound_pronoun("ARG2"),
 }
 
 

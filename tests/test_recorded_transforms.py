@@ -45,6 +45,14 @@ DEVIATIONS = {
         "no double negation: the subject is already negative (_no_q, 'Nobody ...'); "
         "the recording negated it and ACE produced e.g. \"No one isn't sitting.\""
     ),
+    # the applicability guards of issue 12: the recordings transformed these anyway
+    "an existential": "no cleft/passive/swap of 'there is/are' (an expletive subject)",
+    "an identity copula": "no cleft/passive/swap of an identity copula with a gerund "
+                          "(a misread progressive)",
+    "the index verb": "no transformation of a verb inside a noun phrase (wrong clause)",
+    "ARG2 is a pronoun": "no passive/swap/object cleft that moves a pronoun before the subject",
+    "ARG2 has a possessive pronoun": "no passive/swap/object cleft of 'his ...' objects, "
+                                     "which the subject may bind",
 }
 
 
@@ -156,7 +164,11 @@ def test_agreement_with_recorded_transforms(grammar, report, record_property):
     )
     for rule, c in stats.items():
         if c["applicable"]:
-            assert c["agree"] / c["applicable"] >= THRESHOLD, f"{rule}\n{text}"
+            # agreement where lit applies the rule; a guard's refusal is a deliberate difference
+            assert (c["agree"] + c["deliberate"]) / c["applicable"] >= THRESHOLD, \
+                f"{rule}\n{text}"
+            assert c["agree"] / max(1, c["applicable"] - c["deliberate"]) >= THRESHOLD, \
+                f"{rule}\n{text}"
         # where the recording says not applicable, lit says so too, for the same reason
         assert c["says_inapplicable"] == c["inapplicable"], f"{rule}\n{text}"
         assert c["same_reason"] == c["inapplicable"], f"{rule}\n{text}"

@@ -1,0 +1,101 @@
+"""Applicability guards of the rules (issue 12): refused with a reason, as rule data.
+
+The MRSs were recorded with ACE 0.9.30 and an ERG 1214 image built from source (the
+readings `lit parse --select ranked` selects); character spans removed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from delphin.codecs import simplemrs
+
+from lit.grammar import load_profile
+from lit.rules import RuleSet, apply_chain
+
+THERE = (
+    "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres MOOD: indicative PROG: - PERF: - ] RELS: < "
+    "[ _be_v_there LBL: h4 ARG0: e2 ARG1: x5 [ x PERS: 3 NUM: pl GEND: n IND: + ] ] "
+    "[ udef_q LBL: h6 ARG0: x5 RSTR: h7 BODY: h8 ] [ _several_a_1 LBL: h9 ARG0: e10 [ e SF: "
+    "prop TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: x5 ] [ _people_n_of LBL: "
+    "h9 ARG0: x5 ARG1: i11 ] [ subord LBL: h1 ARG0: e12 [ e SF: prop TENSE: untensed MOOD: "
+    "indicative PROG: - PERF: - ] ARG1: h13 ARG2: h14 ] [ _outside_a_1 LBL: h15 ARG0: e16 "
+    "[ e SF: prop TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: i17 ] > "
+    "HCONS: < h0 qeq h1 h7 qeq h9 h13 qeq h4 h14 qeq h15 > ]"
+)  # There are several people outside.
+
+HIS_CAR = (
+    "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres MOOD: indicative PROG: + PERF: - ] RELS: < "
+    "[ _a_q LBL: h4 ARG0: x3 [ x PERS: 3 NUM: sg IND: + ] RSTR: h5 BODY: h6 ] [ _boy_n_1 "
+    "LBL: h7 ARG0: x3 ] [ _wash_v_1 LBL: h1 ARG0: e2 ARG1: x3 ARG2: x8 [ x PERS: 3 NUM: sg "
+    "IND: + ] ] [ def_explicit_q LBL: h9 ARG0: x8 RSTR: h10 BODY: h11 ] [ poss LBL: h12 "
+    "ARG0: e13 [ e SF: prop TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: x8 "
+    "ARG2: x14 [ x PERS: 3 NUM: sg GEND: m PT: std ] ] [ pronoun_q LBL: h15 ARG0: x14 RSTR: "
+    "h16 BODY: h17 ] [ pron LBL: h18 ARG0: x14 ] [ _car_n_1 LBL: h12 ARG0: x8 ] > "
+    "HCONS: < h0 qeq h1 h5 qeq h7 h10 qeq h12 h16 qeq h18 > ]"
+)  # A boy is washing his car.
+
+NEIGHBOR = (
+    "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres MOOD: indicative PROG: - PERF: - ] RELS: < "
+    "[ _a_q LBL: h4 ARG0: x3 [ x PERS: 3 NUM: sg ] RSTR: h5 BODY: h6 ] [ _man_n_1 LBL: h7 "
+    "ARG0: x3 ] [ _help_v_1 LBL: h1 ARG0: e2 ARG1: x3 ARG2: x8 [ x PERS: 3 NUM: sg IND: + ] ] "
+    "[ def_explicit_q LBL: h9 ARG0: x8 RSTR: h10 BODY: h11 ] [ poss LBL: h12 ARG0: e13 [ e SF: "
+    "prop TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: x8 ARG2: x14 [ x PERS: 3 "
+    "NUM: sg GEND: m PT: std ] ] [ pronoun_q LBL: h15 ARG0: x14 RSTR: h16 BODY: h17 ] [ pron "
+    "LBL: h18 ARG0: x14 ] [ _neighbor_n_1 LBL: h12 ARG0: x8 ] [ _carry_v_1 LBL: h12 ARG0: e19 "
+    "[ e SF: prop TENSE: pres MOOD: indicative PROG: + PERF: - ] ARG1: x8 ARG2: x20 [ x PERS: 3 "
+    "NUM: pl IND: + ] ] [ udef_q LBL: h21 ARG0: x20 RSTR: h22 BODY: h23 ] [ _box_n_of LBL: h24 "
+    "ARG0: x20 ARG1: i25 ] > HCONS: < h0 qeq h1 h5 qeq h7 h10 qeq h12 h16 qeq h18 h22 qeq "
+    "h24 > ]"
+)  # A man helps his neighbor who is carrying boxes.
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return RuleSet.load(plugins=False)
+
+
+def _apply(rules, mrs: str, chain: str):
+    return apply_chain(simplemrs.decode(mrs), rules.parse_chain(chain),
+                       load_profile("erg-1214"))
+
+
+@pytest.mark.parametrize("chain", ["i", "f+i", "n+i"])
+def test_existentials_are_not_clefted(rules, chain):
+    # class 3 of issue 12: "It is several people that there are outside."
+    out = _apply(rules, THERE, chain)
+    assert out.mrs is None and "an existential" in out.reason
+
+
+@pytest.mark.parametrize("chain", ["i2", "pa", "s"])
+def test_existentials_are_not_passivized(rules, chain):
+    assert _apply(rules, THERE, chain).mrs is None  # no object (ARG2) to move either
+
+
+@pytest.mark.parametrize("chain", ["p", "f", "n", "m"])
+def test_existentials_keep_tense_modality_and_negation(rules, chain):
+    assert _apply(rules, THERE, chain).mrs is not None  # "There will be several people ..."
+
+
+@pytest.mark.parametrize("chain", ["pa", "s", "i2"])
+def test_objects_with_a_pronoun_the_subject_may_bind_stay_put(rules, chain):
+    # class 6: "His car is being washed by a boy." reads "his" as someone else's
+    out = _apply(rules, HIS_CAR, chain)
+    assert out.mrs is None and "possessive pronoun" in out.reason
+
+
+def test_subject_cleft_of_a_possessive_object_is_fine(rules):
+    assert _apply(rules, HIS_CAR, "i").mrs is not None  # "It is a boy that is washing his car."
+
+
+def test_a_verb_inside_a_noun_phrase_is_not_the_main_clause(rules):
+    # class 4: a reading whose INDEX is the relative clause's verb
+    wrong = NEIGHBOR.replace("INDEX: e2 [ e SF: prop TENSE: pres MOOD: indicative PROG: - ",
+                             "INDEX: e19 [ e SF: prop TENSE: pres MOOD: indicative PROG: + ", 1)
+    wrong = wrong.replace("ARG0: e19 [ e SF: prop TENSE: pres MOOD: indicative PROG: + PERF: - ]",
+                          "ARG0: e19", 1)
+    wrong = wrong.replace("[ _help_v_1 LBL: h1 ARG0: e2 ARG1", "[ _help_v_1 LBL: h1 ARG0: e2 "
+                          "[ e SF: prop TENSE: pres MOOD: indicative PROG: - PERF: - ] ARG1", 1)
+    for chain in ("m", "p", "n", "i"):
+        out = _apply(rules, wrong, chain)
+        assert out.mrs is None and "inside a noun phrase" in out.reason, chain
+    assert _apply(rules, NEIGHBOR, "m").mrs is not None  # the main-clause reading is fine
