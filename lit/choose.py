@@ -77,6 +77,8 @@ def order_guard(candidate: str, original: str, *, reorders: bool = False) -> str
     Example:
         >>> order_guard("A man watches tv.", "A man watches TV.")
         'changes the case of TV'
+        >>> order_guard("A girl in a Pink coat runs.", "A girl in a pink coat ran.")
+        'changes the case of pink'
         >>> order_guard("It is a man who watches TV.", "A man watches TV.") is None
         True
     """
@@ -85,6 +87,10 @@ def order_guard(candidate: str, original: str, *, reorders: bool = False) -> str
         if any(ch.isupper() for ch in word) and word not in cand:
             if word.lower() in (c.lower() for c in cand):
                 return f"changes the case of {word}"
+    lower = {w for w in orig if w.islower()}
+    for word in cand[1:]:  # "a Pink jacket", "It is A man": a common word as a name
+        if word[:1].isupper() and word not in orig and word.lower() in lower:
+            return f"changes the case of {word.lower()}"
     if reorders:
         return None
     shared = sum((Counter(orig) & Counter(cand)).values())

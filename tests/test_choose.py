@@ -51,3 +51,19 @@ def test_fluency_guard_uses_the_originals_perplexity():
     c = choose(original, [bad], scores={original: 80.0, bad: 2000.0})
     assert c.candidates == () and c.rejected[0][0] == bad
     assert c.reason.startswith("all 1 candidates failed the guards (1 perplexity")
+
+
+def test_order_guard_drops_common_words_capitalized_as_names():
+    # the baseline judged for issue 12: "It is A man who ...", "a Young woman"
+    assert order_guard("It is A man who is sleeping.", "A man is sleeping.") == \
+        "changes the case of a"
+    assert order_guard("A Young woman will sing.", "A young woman sings.") == \
+        "changes the case of young"
+    assert order_guard("It is a man who is sleeping.", "A man is sleeping.") is None
+
+
+def test_numbers_stay_words_when_the_grammar_offers_both():
+    # "Three women" realized as "3 women" too: the faithful one wins
+    c = choose("Three women are dancing.", ["3 women will be dancing.",
+                                            "Three women will be dancing."])
+    assert c.candidates[0].sentence == "Three women will be dancing."
