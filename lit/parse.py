@@ -259,6 +259,9 @@ def why_not_candidate(m: MRS) -> str | None:
     """Why *m* is not a round-trip candidate (see the module notes), or ``None``."""
     if any(ep.predicate == "unknown" for ep in m.rels):
         return "a fragment analysis (unknown EP)"
+    unknown = next((ep.predicate for ep in m.rels if "_u_unknown" in ep.predicate), None)
+    if unknown is not None:  # ACE: "input EP not in index", never regenerated
+        return f"a word the grammar does not know ({unknown}): nothing can be generated"
     ep = index_ep(m)
     if ep is None:
         return "no index EP"

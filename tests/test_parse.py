@@ -304,3 +304,20 @@ def test_round_trip_keeps_case_except_the_first_letter():
     assert same_surface("Two girls play.", "two girls play")
     assert not same_surface("Two girls play.", "Two Girls play.")
     assert surface_key("A cat sleeps.") == surface_key("a cat sleeps")
+
+
+def test_readings_with_words_the_grammar_does_not_know_are_not_tried():
+    # ACE gives generic predicates (_cartwheel/NN_u_unknown) it cannot generate from:
+    # no round trip is attempted (it could only fail, after a generation)
+    m = ("[ TOP: h0 INDEX: e2 RELS: < [ _cartwheel/NN_u_unknown LBL: h1 ARG0: e2 ARG1: x3 ] >"
+         " HCONS: < h0 qeq h1 > ]")
+    calls = []
+
+    class Gen:
+        def generate(self, mrs):
+            calls.append(mrs)
+            return GenerationResult("m", ())
+
+    sel = select([m], "ranked", sentence="Kids cartwheel.", generator=Gen())
+    assert sel.index is None and not calls
+    assert "_cartwheel/NN_u_unknown" in sel.notes[0]
