@@ -133,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
                              burners=2)
     reused, t_reuse = run_lit([*base, "-j", "2", "--cache", str(tmp / "load.sqlite"),
                                str(pairs)])
+    for name, out in (("idle", idle), ("loaded", loaded), ("reused", reused)):
+        (tmp / f"{name}.jsonl").write_bytes(out)
+    print(f"outputs in {tmp}")
     ref = records(idle)
     n_ok = sum(r["status"] == "ok" for r in ref)
     print(f"idle: {len(ref)} records, {n_ok} ok, {t_idle:.0f} s; loaded {t_load:.0f} s; "
@@ -141,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ok &= compare("cache of the loaded run vs idle", ref, records(reused))
     if not opts.no_ray:
         ray, t_ray = run_lit([*base, "--engine", "ray", "-j", "2", "--no-cache", str(pairs)])
+        (tmp / "ray.jsonl").write_bytes(ray)
         ok &= compare(f"ray vs idle ({t_ray:.0f} s)", ref, records(ray))
     for name in ("idle", "load"):
         bad = cached_transients(tmp / f"{name}.sqlite")

@@ -118,7 +118,8 @@ def test_lit_transform_engine_ray_same_as_local(tmp_path, lit_home):
     with open(snli_sample_path(), encoding="utf-8") as f:
         source.write_text("".join(next(f) for _ in range(30)), encoding="utf-8")
     env = {**fake_ace_env(tmp_path / "fake"), "LIT_HOME": str(lit_home)}
-    args = ["-q", "transform", "-r", "f;p,m;o,n;n", "--lm", "none", "-k", "2", "--no-cache"]
+    args = ["-q", "transform", "--select", "roundtrip",
+            "-r", "f;p,m;o,n;n", "--lm", "none", "-k", "2", "--no-cache"]
     runner = CliRunner()
     local = runner.invoke(app, [*args, "-j", "1", str(source)], env=env, catch_exceptions=False)
     remote = runner.invoke(app, [*args, "--engine", "ray", "-j", "2", str(source)], env=env,

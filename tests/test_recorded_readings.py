@@ -35,8 +35,10 @@ class _RecordedGenerator:
         for row in rows:
             for r in row["readings"]:
                 key = mrs_for_generation(_decoded(r["mrs"]))
-                # ACE capitalizes and punctuates; the comparison must not care
-                surface = row["sentence"].upper().rstrip(".") + " ."
+                # the comparison ignores the first letter's case and final punctuation
+                # (not the case of other letters: "two Girls" is not "two girls")
+                text = row["sentence"]
+                surface = text[:1].swapcase() + text[1:].rstrip(".") + " ."
                 self.answers[key] = (surface,) if r["roundtrip"] else ()
         self.asked: list[str] = []
 

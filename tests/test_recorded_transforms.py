@@ -237,8 +237,12 @@ def test_recorded_sentence_is_realized_with_real_ace(grammar):
             for r in cases:
                 out = apply_chain(simplemrs.decode(r["input_mrs"]), rules.parse_chain(rule),
                                   profile)
+                if out.mrs is None and _deviation(out.reason):
+                    continue  # a guard refuses it on purpose (see DEVIATIONS)
                 assert out.mrs is not None, (rule, r["sentence"], out.reason)
                 result = generator.generate(simplemrs.encode(out.mrs, lnk=False))
+                if result.transient:
+                    continue  # a time limit on a loaded machine: no answer either way
                 got = {norm(s.split()) for s in result.surfaces}
                 assert got & {norm(s.split()) for s in r["generated"]}, (rule, r["sentence"])
 
@@ -266,6 +270,7 @@ def test_held_out_sentences_with_real_ace(grammar):
     apply each rule, generate; most applicable cases must realize."""
     ace, image = real_ace(grammar)
     from lit.ace import AceGenerator, AceParser
+    from lit.interface import TransientFailure
     from lit.parse import select_reading
 
     profile = load_profile(grammar)
@@ -276,7 +281,10 @@ def test_held_out_sentences_with_real_ace(grammar):
             AceGenerator(image, executable=ace) as generator:
         for sentence in _held_out_sentences():
             result = parser.parse(sentence)
-            index = select_reading(result, "roundtrip", generator=generator)
+            try:
+                index = select_reading(result, "roundtrip", generator=generator)
+            except TransientFailure:  # a time limit on a loaded machine: no answer
+                continue
             if index is None:
                 continue
             m = simplemrs.decode(result.readings[index].mrs)
@@ -286,6 +294,9 @@ def test_held_out_sentences_with_real_ace(grammar):
                     continue
                 applied[chain] += 1
                 gen = generator.generate(simplemrs.encode(out.mrs, lnk=False))
+                if gen.transient:
+                    applied[chain] -= 1  # undecided, not a failure to realize
+                    continue
                 realized[chain] += bool(gen.surfaces)
     assert applied["f"] >= 5, "too few held-out sentences were parsed and selected"
     for chain, rate in HELD_OUT_RATES.items():

@@ -126,7 +126,7 @@ def test_sentence_readings_chains_candidates_in_chromium(browser, server, shots)
     d.find_element(By.ID, "sentence").send_keys(BOY)
     d.find_element(By.ID, "parse-button").click()
     wait.until(lambda d: len(css(By.CSS_SELECTOR, "#readings .reading")) == 7)
-    assert "reading 2 is the first candidate reading that regenerates the sentence" in \
+    assert "reading 2 of 7: the first candidate reading that regenerates the sentence" in \
         d.find_element(By.CSS_SELECTOR, ".select-reason").text
     cards = css(By.CSS_SELECTOR, "#readings .reading")
     chosen = cards[2]

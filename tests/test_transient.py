@@ -127,7 +127,8 @@ def test_cache_of_an_earlier_schema_is_purged(tmp_path, caplog):
 
 
 def _transform(runner, path: Path, *args: str) -> list[dict]:
-    result = runner.invoke(app, ["transform", "-r", "n,f", "--lm", "none", "-j", "1",
+    result = runner.invoke(app, ["transform", "--select", "roundtrip", "-r", "n,f", "--lm",
+                                 "none", "-j", "1",
                                  "--timeout", "1", *args, str(path)], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines()]
@@ -232,10 +233,16 @@ def test_real_ace_same_output_idle_under_load_and_across_workers(tmp_path):
         stop.set()
         for b in burners:
             b.join(10)
-    assert idle1 == idle2
+    transient = ("timeout", "resource", "crash")
+
+    def same(a: list[dict], b: list[dict]) -> None:
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            if any(r["status"] == "error" and r["reason"].split(":")[0] in transient
+                   for r in (x, y)):
+                continue  # a transient failure (this machine may be loaded): never an answer
+            assert x == y
+
+    same(idle1, idle2)
+    same(idle1, loaded)
     assert sum(r["status"] == "ok" for r in idle1) > 0
-    for a, b in zip(idle1, loaded, strict=True):
-        if b["status"] == "error" and b["reason"].split(":")[0] in ("timeout", "resource",
-                                                                    "crash"):
-            continue  # a transient failure under load: an error, never a wrong answer
-        assert a == b
