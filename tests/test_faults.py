@@ -58,8 +58,10 @@ GOOD = [
      "sentence2": SURGEONS, "gold_label": "contradiction"},
     {"pairID": "g2", "sentence1": "Two doctors perform surgery on patient.",
      "sentence2": "Doctors are performing surgery.", "gold_label": "entailment"},
-    {"pairID": "g3",
-     "sentence1": "A senior is waiting at the window of a restaurant that serves sandwiches.",
+    # (not "A senior is waiting at the window of a restaurant that serves sandwiches.":
+    # the recorded reading reads "sandwiches" as a name, and every realization of its
+    # transformations says "Sandwiches", which the order guard rightly drops)
+    {"pairID": "g3", "sentence1": "A person waits to be served his food.",
      "sentence2": "A man is waiting in line for the bus.", "gold_label": "contradiction"},
 ]
 LIT = [sys.executable, "-c", "import sys; sys.argv[0] = 'lit'; from lit.cli import main; main()"]
