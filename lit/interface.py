@@ -62,6 +62,25 @@ class TransientFailure(Exception):
         self.detail = detail
 
 
+class _Outcome:
+    """What every result shares: *error* says why the item failed, *failure*
+    classifies it (one of :data:`FAILURES`)."""
+
+    __slots__ = ()
+    error: str | None
+    failure: str | None
+
+    @property
+    def ok(self) -> bool:
+        """``True`` if the item did not fail (it may still have no answer in it)."""
+        return self.error is None
+
+    @property
+    def transient(self) -> bool:
+        """``True`` if a limit or crash cut the item: the result is no answer."""
+        return self.failure in TRANSIENT_FAILURES
+
+
 @dataclass(frozen=True, slots=True)
 class Reading:
     """One analysis of a sentence.
@@ -84,7 +103,7 @@ class Reading:
 
 
 @dataclass(frozen=True, slots=True)
-class ParseResult:
+class ParseResult(_Outcome):
     """The readings of *sentence*, best first.
 
     No readings and no *error* means the grammar has no analysis (a
@@ -96,16 +115,6 @@ class ParseResult:
     readings: tuple[Reading, ...] = ()
     error: str | None = None
     failure: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """``True`` if the item did not fail (it may still have no readings)."""
-        return self.error is None
-
-    @property
-    def transient(self) -> bool:
-        """``True`` if a limit or crash cut the item: the result is no answer."""
-        return self.failure in TRANSIENT_FAILURES
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,7 +135,7 @@ class ParseResult:
 
 
 @dataclass(frozen=True, slots=True)
-class GenerationResult:
+class GenerationResult(_Outcome):
     """Every realization of *mrs* in the grammar's order (duplicates kept).
 
     *mrs* is the SimpleMRS that was sent to ACE (one line, no character
@@ -139,16 +148,6 @@ class GenerationResult:
     surfaces: tuple[str, ...] = ()
     error: str | None = None
     failure: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """``True`` if the item did not fail (it may still have no surfaces)."""
-        return self.error is None
-
-    @property
-    def transient(self) -> bool:
-        """``True`` if a limit or crash cut the item: the result is no answer."""
-        return self.failure in TRANSIENT_FAILURES
 
     def to_dict(self) -> dict[str, Any]:
         return {"mrs": self.mrs, "surfaces": list(self.surfaces), "error": self.error,
