@@ -41,6 +41,11 @@ cat.". A chain is inapplicable when a step cannot apply (no verb, ARG2 not
 an ``x`` variable, "already negated", ...) or when its result equals its
 input (``p`` on a past sentence: ``TENSE is already past``). See
 :func:`apply_chain`.
+
+Why this module is long: it is the rule registry as a whole: the rule-file
+format (rules and presets, with file-and-line errors), chain application
+with its target semantics, rule sets, and plugins, which share that format;
+the MRS edits themselves live in :mod:`lit.transform`.
 """
 
 from __future__ import annotations
