@@ -21,6 +21,11 @@ spec               premise chain       hypothesis chain      note
 ``o``              untouched (one sentence: the identity)
 =================  ==================  ====================  =========================
 
+A *preset* (``lit-paper``; ``[[preset]]`` tables in the rule files, see
+:class:`lit.rules.Preset`) stands, alone between commas, for its list of
+specs: its single-sentence chains, or, when *pair* is ``True``, its pair
+specs. It combines with other specs by comma: ``lit-paper,n:no``.
+
 ``o`` means *untouched*, so the shared terms never apply to an ``o`` side.
 Consequently ``o`` may only stand alone (``o``) or as one side of a pair:
 ``o+i`` is rejected (write ``i``), and so is ``o;o+i`` (its shared ``+i``
@@ -57,8 +62,13 @@ UNTOUCHED = "o"
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_:.\-]")
 
 
-class _ChainParser(Protocol):  # what we need of lit.rules.RuleSet
+class _ChainParser(Protocol):  # what we need of lit.rules.RuleSet (and .presets, if any)
     def parse_chain(self, chain: str) -> Any: ...
+
+
+def _presets(rules: _ChainParser | None) -> Any:
+    """The presets of *rules* by name (``{}`` without a rule set)."""
+    return getattr(rules, "presets", None) or {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +238,11 @@ def _canonical(rules: _ChainParser | None, tok: _Tok, text: str) -> str:
     """The canonical name of the rule *tok* (validated against *rules*)."""
     if tok.value == UNTOUCHED or rules is None:
         return tok.value
+    if tok.value in _presets(rules):
+        raise SpecError(
+            f"{tok.value!r} is a preset (a list of specs): it stands alone between commas, "
+            f"e.g. '{tok.value},n'", text, tok.pos,
+        )
     try:
         parsed = rules.parse_chain(tok.value)
     except SpecError as exc:
@@ -342,10 +357,16 @@ def parse_specs(
              ^
     """
     specs: list[Spec] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, str | None] = {}
+    presets = _presets(rules)
     for start, toks in _split_specs(text):
-        spec = _build(text, start, toks, rules)
         first = toks[0].pos
+        if len(toks) == 1 and toks[0].value in presets:
+            preset = presets[toks[0].value]
+            for spec in _expand(preset, text, first, rules, pair):
+                _add(specs, seen, spec, text, first, preset.name)
+            continue
+        spec = _build(text, start, toks, rules)
         if pair is True and not spec.is_pair:
             raise SpecError(
                 f"{spec.text!r} is a single-sentence spec, but the input has sentence pairs; "
@@ -357,12 +378,37 @@ def parse_specs(
                 f"{spec.text!r} is a pair spec, but the input has single sentences; "
                 "drop the ';' part", text, first,
             )
-        canon = f"{spec.is_pair}{spec.key}"
-        if canon in seen:
-            raise SpecError(f"duplicate spec {spec.text!r}", text, first)
-        seen[canon] = first
-        specs.append(spec)
+        _add(specs, seen, spec, text, first, None)
     return specs
+
+
+def _expand(preset: Any, text: str, pos: int, rules: _ChainParser | None,
+            pair: bool | None) -> Iterator[Spec]:
+    """The specs of *preset* (a :class:`lit.rules.Preset`) named at *pos* of *text*."""
+    where = f"preset {preset.name!r}" + (f" ({preset.source})" if preset.source else "")
+    try:
+        entries = preset.specs(pair)
+    except SpecError as exc:
+        others = [p.name for p in _presets(rules).values() if (p.pairs if pair else p.chains)]
+        hint = f"; presets for that: {', '.join(others)}" if others else ""
+        raise SpecError(exc.message + hint, text, pos) from None
+    for entry in entries:
+        try:
+            (start, toks), = _split_specs(entry)
+            yield _build(entry, start, toks, rules)
+        except (SpecError, ValueError) as exc:
+            raise SpecError(f"{where}: bad spec {entry!r}: {exc}", text, pos) from None
+
+
+def _add(specs: list[Spec], seen: dict[str, str | None], spec: Spec, text: str, pos: int,
+         preset: str | None) -> None:
+    canon = f"{spec.is_pair}{spec.key}"
+    if canon in seen:
+        origins = [f"preset {p!r}" for p in (seen[canon], preset) if p]
+        via = f" (from {' and '.join(origins)})" if origins else ""
+        raise SpecError(f"duplicate spec {spec.text!r}{via}", text, pos)
+    seen[canon] = preset
+    specs.append(spec)
 
 
 def parse_spec(text: str, rules: _ChainParser | None = None) -> Spec:

@@ -22,7 +22,13 @@ Terms used throughout:
 An operation that does not apply raises :class:`Inapplicable` with a reason;
 :func:`lit.rules.apply_chain` turns that into an :class:`~lit.rules.Applied`
 record, so callers of the rule API never see an exception for an
-inapplicable rule.
+inapplicable rule. An operation that sets a *target* (a TENSE, PROG/PERF or
+SF value, the passive voice, an it-cleft of a given argument) raises
+:class:`AlreadyHolds`, a kind of :class:`Inapplicable`, when its target
+already holds: in a chain that step is a no-op, not a refusal (see
+:func:`lit.rules.apply_chain`). Operations that *add* something whose
+meaning depends on the input (negation, a modal, a ``_no_q`` subject) keep
+refusing: "already negated" is not a target that holds.
 
 Example:
     >>> from delphin.codecs import simplemrs
@@ -70,6 +76,7 @@ __all__ = [
     "DOG_CHASED_CAT",
     "UNTENSED_EVENT",
     "Inapplicable",
+    "AlreadyHolds",
     "Semantics",
     "OPERATIONS",
     "Operation",
@@ -137,6 +144,19 @@ class Inapplicable(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class AlreadyHolds(Inapplicable):
+    """Control flow: the target an operation sets already holds (``TENSE is
+    already past``); *reason* says which.
+
+    Raised by the target-setting operations (:func:`set_tense`,
+    :func:`set_aspect`, :func:`set_sf`, :func:`passivize`, :func:`cleft` of
+    the argument already in focus). :func:`lit.rules.apply_chain` treats
+    such a step as a no-op; a chain whose result equals its input is
+    inapplicable, with this reason. Code that calls an operation directly
+    and catches :class:`Inapplicable` sees it as before.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,7 +475,7 @@ def set_tense(m: MRS, sem: Semantics | None = None, *, value: str) -> MRS:
     sem = sem or Semantics()
     event = _tense_event(m, sem)
     if m.variables.get(event, {}).get("TENSE") == value:
-        raise Inapplicable(f"TENSE is already {value}")
+        raise AlreadyHolds(f"TENSE is already {value}")
     return set_property(m, event, "TENSE", value)
 
 
@@ -471,7 +491,7 @@ def set_aspect(m: MRS, sem: Semantics | None = None, *, prop: str, value: str) -
     path, _ = wrappers(m, sem)
     verb = _verb(m, sem)
     if m.variables.get(verb.iv or "", {}).get(prop) == value:
-        raise Inapplicable(f"{prop} is already {value}")
+        raise AlreadyHolds(f"{prop} is already {value}")
     out = set_property(m, verb.iv or "", prop, value)
     if sem.modal_aspect == "inherit":
         for ep in path:
@@ -487,8 +507,8 @@ def set_sf(m: MRS, sem: Semantics | None = None, *, value: str) -> MRS:
     current = m.variables.get(m.index or "", {}).get("SF")
     if current == value:
         if value == "ques":
-            raise Inapplicable("sentence is a question")
-        raise Inapplicable(f"SF is already {value}")
+            raise AlreadyHolds("sentence is already a question")
+        raise AlreadyHolds(f"SF is already {value}")
     return set_property(m, m.index or "", "SF", value)
 
 
@@ -606,9 +626,12 @@ def cleft(m: MRS, sem: Semantics | None = None, *, role: str = "ARG1") -> MRS:
         raise Inapplicable("unsupported: " + (sem.unsupported("itcleft") or "it-cleft"))
     path, _ = wrappers(m, sem)
     verb = _verb(m, sem)
-    if any(_scopal_role(ep, sem) == "ARG2" for ep in path):
-        raise Inapplicable("already an it-cleft")
     focus = verb.args.get(role, "")
+    clefts = [ep for ep in path if _scopal_role(ep, sem) == "ARG2"]
+    if clefts:
+        if focus and any(ep.args.get("ARG1") == focus for ep in clefts):
+            raise AlreadyHolds(f"already an it-cleft of {role}")
+        raise Inapplicable("already an it-cleft")
     if focus[:1] != "x":
         raise Inapplicable(f"{role} of {verb.predicate} is not an x variable")
     head = index_ep(m)
@@ -632,8 +655,9 @@ def passivize(m: MRS, sem: Semantics | None = None, *, if_passive: str = "fail")
 
     ``parg_d``: a new ``parg_d`` EP with the verb's label, ARG1 = the
     verb's event and ARG2 = its ARG2. ``icons:topic``: an ICONS
-    ``<verb event> topic <ARG2>``. An already passive verb is inapplicable
-    ("already passive"), or kept as is with ``if_passive = "keep"``.
+    ``<verb event> topic <ARG2>``. For an already passive verb the target
+    holds: :class:`AlreadyHolds` ("already passive"), or, with
+    ``if_passive = "keep"``, an unchanged copy.
     """
     sem = sem or Semantics()
     verb = _verb(m, sem)
@@ -643,7 +667,7 @@ def passivize(m: MRS, sem: Semantics | None = None, *, if_passive: str = "fail")
     if is_passive(m, verb, sem):
         if if_passive == "keep":
             return copy_mrs(m)
-        raise Inapplicable("already passive")
+        raise AlreadyHolds("already passive")
     iv = verb.iv or ""
     if sem.passive == "parg_d":
         (ev,) = fresh_variables(m, "e")

@@ -51,6 +51,21 @@ def test_show(lit_home, runner):
     assert "lit: error: unknown rule 'nope'" in result.stderr
 
 
+def test_presets_are_listed_shown_and_applied(lit_home, runner):
+    result = invoke(runner, "rules", "list")
+    assert "lit-paper" in result.stdout and "lit-paper-nli" in result.stdout
+    result = invoke(runner, "rules", "list", "--json")
+    assert "lit-paper" not in {r["name"] for r in lines(result.stdout)}  # rules only
+    shown = json.loads(invoke(runner, "rules", "show", "lit-paper").stdout)
+    assert len(shown["chains"]) == 63 and shown["pairs"] == []
+    result = invoke(runner, "rules", "apply", "-r", "lit-paper", "-g", "erg-1214",
+                    input=DOG_CHASED_CAT + "\n")
+    out = {r["chain"]: r for r in lines(result.stdout)}
+    assert len(out) == 63
+    assert out["p+-prog+-perf"]["reason"].startswith("the chain changes nothing (past: ")
+    assert out["p+prog+-perf+pa"]["mrs"] and out["n+i"]["mrs"]
+
+
 def test_apply_simplemrs_from_stdin(lit_home, runner):
     result = invoke(runner, "rules", "apply", "--rules", "p,f+i,n+n", "--grammar", "erg-1214",
                     input=DOG_CHASED_CAT + "\n" + DOGS_BARK + "\n")

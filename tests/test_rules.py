@@ -21,7 +21,9 @@ from lit.rules import (
     Step,
     apply_chain,
     apply_from_iterable,
+    load_presets,
     load_rule_file,
+    same_mrs,
 )
 from lit.transform import DOG_CHASED_CAT, DOGS_BARK
 
@@ -102,8 +104,9 @@ def test_compositions(rules, erg1214, erg2018):
     assert index_ep(out.mrs).predicate == "_be_v_itcleft"
     assert out.mrs.variables["e2"]["TENSE"] == "fut"
 
-    out = apply_chain(m, rules.parse_chain("p+pa"), erg1214)
-    assert out.reason == "step past: TENSE is already past"
+    out = apply_chain(m, rules.parse_chain("p+pa"), erg1214)  # past already holds: a no-op
+    assert out.applicable and out.noops == ("past: TENSE is already past",)
+    assert "parg_d" in {ep.predicate for ep in out.mrs.rels}
     out = apply_chain(m, rules.parse_chain("f+pa"), erg2018)
     assert out.mrs.icons and out.mrs.variables["e2"]["TENSE"] == "fut"
 
@@ -117,7 +120,8 @@ def test_compositions(rules, erg1214, erg2018):
 
 def test_chain_of_one_has_no_step_prefix(rules, erg1214):
     out = apply_chain(chase(), rules.parse_chain("p"), erg1214)
-    assert out == Applied(None, "TENSE is already past", "past")
+    assert out == Applied(None, "TENSE is already past", "past",
+                          ("past: TENSE is already past",))
     assert not out.applicable
 
 
@@ -128,15 +132,24 @@ def test_unsupported_comes_first(rules, erg2018):
 
 def test_constraints_as_chains(rules, erg1214):
     m = chase()
-    cases = {
+    refusals = {  # adding what is there already: refused
         "n+n": "step negation: already negated",
-        "i+i": "step itcleft_arg1: already an it-cleft",
-        "pa+pa": "step passive: already passive",
+        "n+n:no": "step negation_no: already negated",
+        "i+i2": "step itcleft_arg2: already an it-cleft",  # a cleft of another argument
         "m+m:might": "step might: already has a modal",
-        "q+q": "step question: sentence is a question",
     }
-    for chain, reason in cases.items():
+    for chain, reason in refusals.items():
         assert apply_chain(m, rules.parse_chain(chain), erg1214).reason == reason, chain
+    holds = {  # a target that holds: the second step is a no-op
+        "i+i": "itcleft_arg1: already an it-cleft of ARG1",
+        "i2+i2": "itcleft_arg2: already an it-cleft of ARG2",
+        "pa+pa": "passive: already passive",
+        "q+q": "question: sentence is already a question",
+    }
+    for chain, noop in holds.items():
+        out = apply_chain(m, rules.parse_chain(chain), erg1214)
+        single = apply_chain(m, rules.parse_chain(chain.split("+")[0]), erg1214)
+        assert out.noops == (noop,) and out.mrs == single.mrs, chain
     # no tense change under a modal: the tense moves to the modal
     out = apply_chain(m, rules.parse_chain("m+f"), erg1214)
     assert out.mrs.variables[out.mrs.index]["TENSE"] == "fut"
@@ -150,6 +163,149 @@ def test_fragments_and_nonverbal_are_inapplicable(rules, erg1214):
         assert out.reason == "MRS contains an unknown EP (fragment analysis)", chain
     noun = simplemrs.decode(DOGS_BARK.replace("_bark_v_1", "_bark_n_1"))
     assert apply_chain(noun, rules.parse_chain("q"), erg1214).reason == "no verbal index EP"
+
+
+# --------------------------------------------------------------------------
+# chains as targets (issue 14): "The dog chased the cat." is past simple
+
+
+@pytest.mark.parametrize("chain, reason, noops, props", [
+    # a step whose target holds is a no-op ...
+    ("p+prog", None, ("past",), {"TENSE": "past", "PROG": "+", "PERF": "-"}),
+    ("p+prog+perf", None, ("past",), {"TENSE": "past", "PROG": "+", "PERF": "+"}),
+    ("f+-prog", None, ("nonprogressive",), {"TENSE": "fut", "PROG": "-", "PERF": "-"}),
+    ("pr+-prog+-perf", None, ("nonprogressive", "nonperfect"),
+     {"TENSE": "pres", "PROG": "-", "PERF": "-"}),
+    # ... and a chain that changes nothing is inapplicable, saying why
+    ("p", "TENSE is already past", ("past",), None),
+    ("-prog", "PROG is already -", ("nonprogressive",), None),
+    ("p+-prog+-perf", "the chain changes nothing (past: TENSE is already past; "
+     "nonprogressive: PROG is already -; nonperfect: PERF is already -)",
+     ("past", "nonprogressive", "nonperfect"), None),
+    ("prog+-prog", "the chain changes nothing", (), None),  # the steps undo each other
+    ("s+s", "the chain changes nothing", (), None),
+    # a step that cannot apply still refuses the chain
+    ("p+n+n", "step negation: already negated", (), None),
+])
+def test_chains_name_targets(rules, erg1214, chain, reason, noops, props):
+    out = apply_chain(chase(), rules.parse_chain(chain), erg1214)
+    assert out.reason == reason
+    assert tuple(n.split(":")[0] for n in out.noops) == noops
+    if props is not None:
+        v = out.mrs.variables["e2"]
+        assert {k: v[k] for k in props} == props
+
+
+def test_all_twelve_tense_aspect_combinations_are_targets(rules, erg1214):
+    m = chase()
+    changed = {}
+    for t, tense in (("p", "past"), ("pr", "pres"), ("f", "fut")):
+        for a, prog in (("prog", "+"), ("-prog", "-")):
+            for b, perf in (("perf", "+"), ("-perf", "-")):
+                out = apply_chain(m, rules.parse_chain(f"{t}+{a}+{b}"), erg1214)
+                changed[(tense, prog, perf)] = out.applicable
+                if out.applicable:
+                    v = out.mrs.variables["e2"]
+                    assert (v["TENSE"], v["PROG"], v["PERF"]) == (tense, prog, perf)
+    assert [k for k, ok in changed.items() if not ok] == [("past", "-", "-")]  # what it is
+
+
+def test_targets_after_a_modal_and_a_cleft(rules, erg1214):
+    # tense under a modal is the modal's: "may" is pres, so pr after m is a no-op
+    out = apply_chain(chase(), rules.parse_chain("m+pr+prog"), erg1214)
+    assert out.applicable and out.noops == ("present: TENSE is already pres",)
+    assert out.mrs.variables["e2"]["PROG"] == "+"
+    out = apply_chain(chase(), rules.parse_chain("i+p+i"), erg1214)
+    assert out.noops == ("past: TENSE is already past",
+                         "itcleft_arg1: already an it-cleft of ARG1")
+
+
+def test_identity_chains_may_change_nothing(rules, erg1214):
+    out = apply_chain(chase(), rules.parse_chain("o"), erg1214)
+    assert out.applicable and out.noops == ()
+    assert apply_chain(chase(), rules.parse_chain("o+p"), erg1214).reason == (
+        "the chain changes nothing (past: TENSE is already past)")
+
+
+def test_same_mrs():
+    m = chase()
+    assert same_mrs(m, simplemrs.decode(DOG_CHASED_CAT.replace("x8", "x20")))
+    assert same_mrs(m, simplemrs.decode(DOG_CHASED_CAT.replace("_chase_v_1 LBL",
+                                                               "_chase_v_1<8:14> LBL")))
+    assert not same_mrs(m, simplemrs.decode(DOG_CHASED_CAT.replace("past", "pres")))
+    # isomorphism ignores INDEX: same_mrs does not
+    moved = simplemrs.decode(DOG_CHASED_CAT.replace("INDEX: e2", "INDEX: x3"))
+    assert not same_mrs(m, moved)
+
+
+def test_applied_records_its_noops(rules, erg1214):
+    d = apply_chain(chase(), rules.parse_chain("p+prog"), erg1214).to_dict()
+    assert d["noops"] == ["past: TENSE is already past"] and d["reason"] is None
+
+
+# --------------------------------------------------------------------------
+# presets
+
+
+def test_builtin_presets(rules):
+    paper = rules.presets["lit-paper"]
+    assert len(paper.chains) == 63 and len(set(paper.chains)) == 63 and not paper.pairs
+    assert paper.source.rsplit(":", 1)[0].endswith("presets.toml")
+    tense_aspect = [c for c in paper.chains if c.count("+") == 2]
+    assert len(tense_aspect) == 12
+    assert {"n", "m", "i", "i2", "pa", "s", "n+i", "m+i2", "i+pa", "s+pa",
+            "p+prog+perf+pa", "f+-prog+-perf+i2"} <= set(paper.chains)
+    assert "m+pa" not in paper.chains  # the original's modal blocks the passive
+    nli = rules.presets["lit-paper-nli"]
+    assert not nli.chains and "f;p+i" in nli.pairs
+    parsed = rules.parse_chains("lit-paper, q")
+    assert [text for text, _ in parsed][:2] == ["p+prog+perf", "p+prog+-perf"]
+    assert parsed[-1][0] == "q" and len(parsed) == 64
+    with pytest.raises(SpecError, match="has only pair specs") as err:
+        rules.parse_chains("p,lit-paper-nli")
+    assert err.value.position == 2
+
+
+PRESETS = """[[preset]]
+name = "tenses"
+description = "every tense"
+chains = ["p", "pr", "f"]
+pairs = ["f;p", "p;f"]
+"""
+
+
+def test_presets_from_a_rule_file(tmp_path):
+    (tmp_path / "mine.toml").write_text(NEW_RULE + "\n" + PRESETS)
+    rs = RuleSet.load(paths=[tmp_path], plugins=False)
+    assert "fq" in rs and rs.presets["tenses"].chains == ("p", "pr", "f")
+    assert rs.presets["tenses"].source == f"{tmp_path / 'mine.toml'}:9"
+    assert [p.name for p in load_presets(tmp_path / "mine.toml")] == ["tenses"]
+    assert [r.name for r in load_rule_file(tmp_path / "mine.toml")] == ["future_question"]
+
+
+@pytest.mark.parametrize("preset, message", [
+    ('name = "p"\nchains = ["f"]', "preset 'p': the name is already used by rule 'past'"),
+    ('name = "x"\nchains = ["zz"]', "preset 'x': unknown rule 'zz'"),
+    ('name = "x"\nchains = ["f;p"]', "is a pair spec, but the input has single sentences"),
+    ('name = "x"\npairs = ["f"]', "is a single-sentence spec"),
+    ('name = "x"\nchains = ["p,f"]', "'p,f' is not one spec"),
+    ('name = "x"\nchains = ["lit-paper"]', "'lit-paper' is not one spec"),
+    ('name = "x"\nchains = ["p", "past"]', "duplicate spec 'past'"),
+])
+def test_bad_presets(tmp_path, preset, message):
+    (tmp_path / "bad.toml").write_text(f"[[preset]]\n{preset}\n")
+    with pytest.raises(RuleError) as err:
+        RuleSet.load(paths=[tmp_path], plugins=False)
+    assert message in str(err.value)
+    assert (err.value.filename, err.value.lineno) == (str(tmp_path / 'bad.toml'), 1)
+
+
+def test_rule_named_like_a_preset_is_an_error(tmp_path):
+    (tmp_path / "clash.toml").write_text(
+        '[[rule]]\nname = "lit-paper"\noperations = [{ op = "identity" }]\n')
+    rs = RuleSet.load(plugins=False)
+    with pytest.raises(RuleError, match="name 'lit-paper' is already used by preset"):
+        rs.add(load_rule_file(tmp_path / "clash.toml")[0])
 
 
 def test_identity(rules, erg1214):
@@ -217,7 +373,12 @@ def test_user_rule_replaces_builtin_of_same_name(tmp_path, erg1214):
     ("[[rule]]\nname = \"x\"\ncolour = 1\noperations = [{ op = \"identity\" }]\n",
      "unknown key(s) colour", 1),
     ("[[rule]]\nname = \"x\"\nname2 = = 3\n", "invalid TOML", 3),
-    ("[rule]\nname = \"x\"\n", "only [[rule]] tables", None),
+    ("[rule]\nname = \"x\"\n", "only [[rule]] and [[preset]] tables", None),
+    ("[[preset]]\nname = \"x\"\n", "give 'chains' or 'pairs'", 1),
+    ("[[rule]]\nname = \"x\"\noperations = [{ op = \"identity\" }]\n[[preset]]\nname = 3\n",
+     "a preset needs a 'name'", 4),
+    ("[[preset]]\nname = \"x\"\nchains = \"p\"\n", "'chains' must be a list of strings", 1),
+    ("[[preset]]\nname = \"x\"\nchains = [\"p\"]\nsize = 1\n", "unknown key(s) size", 1),
 ])
 def test_bad_rule_files_name_file_and_line(tmp_path, text, message, line):
     path = tmp_path / "bad.toml"
@@ -225,6 +386,8 @@ def test_bad_rule_files_name_file_and_line(tmp_path, text, message, line):
     with pytest.raises(RuleError) as err:
         load_rule_file(path)
     assert message in str(err.value)
+    with pytest.raises(RuleError):
+        load_presets(path)
     assert err.value.filename == str(path) and err.value.lineno == line
 
 
@@ -262,6 +425,14 @@ def _shout(m, sem):
         return "already a command"
     return set_property(m, m.index, "SF", "comm")
 
+def _whisper(m, sem):
+    from lit.transform import AlreadyHolds
+    if m.variables[m.index].get("SF") == "prop":
+        raise AlreadyHolds("SF is already prop")
+    return set_property(m, m.index, "SF", "prop")
+
+WHISPER = Rule(name="whisper", phenomenon="mood", description="x", function=_whisper)
+
 SHOUT = Rule(name="command", aliases=["c"], phenomenon="mood",
              description="Imperative-like force", function=_shout)
 
@@ -278,13 +449,14 @@ BAD = 42
 def plugin(tmp_path, monkeypatch):
     rules_dir = tmp_path / "plugin_rules"
     rules_dir.mkdir()
-    (rules_dir / "fq.toml").write_text(NEW_RULE)
+    (rules_dir / "fq.toml").write_text(NEW_RULE + "\n" + PRESETS)
     (tmp_path / "lit_test_plugin.py").write_text(PLUGIN.format(rules_dir=str(rules_dir)))
     monkeypatch.syspath_prepend(str(tmp_path))
     eps = [
         importlib.metadata.EntryPoint("shout", "lit_test_plugin:SHOUT", "lit.rules"),
         importlib.metadata.EntryPoint("more", "lit_test_plugin:more_rules", "lit.rules"),
         importlib.metadata.EntryPoint("dir", "lit_test_plugin:RULES_DIR", "lit.rules"),
+        importlib.metadata.EntryPoint("whisper", "lit_test_plugin:WHISPER", "lit.rules"),
     ]
 
     def entry_points(**kwargs):
@@ -303,6 +475,13 @@ def test_plugins(plugin, erg1214):
     out = apply_chain(chase(), rs.parse_chain("c+c"), erg1214)
     assert out.reason == "step command: already a command"
     assert "c" not in RuleSet.load(plugins=False)
+    # a Python rule raising AlreadyHolds is a no-op step
+    out = apply_chain(chase(), rs.parse_chain("whisper+fq"), erg1214)
+    assert out.applicable and out.noops == ("whisper: SF is already prop",)
+    assert apply_chain(chase(), rs.parse_chain("whisper"), erg1214).reason == (
+        "SF is already prop")
+    # presets of a plugin's rule directory
+    assert rs.presets["tenses"].pairs == ("f;p", "p;f")
 
 
 def test_bad_plugin(plugin):

@@ -121,3 +121,53 @@ def test_misreading_of_precedence_gets_a_hint():
     with pytest.raises(SpecError, match="binds tighter") as info:
         parse_specs("f+i;p+i")
     assert info.value.position == 6
+
+
+# --------------------------------------------------------------------------
+# presets (rules/presets.toml): one word for a list of specs
+
+
+def test_preset_expands_to_its_chains(rules):
+    specs = parse_specs("lit-paper", rules)
+    assert len(specs) == 63 and not any(s.is_pair for s in specs)
+    assert specs[0].text == "p+prog+perf" and specs[0].key[0] == (
+        "past", "progressive", "perfect")
+    assert [s.text for s in specs[12:18]] == ["n", "m", "i", "i2", "pa", "s"]
+    assert parse_specs("lit-paper", rules, pair=False) == specs
+
+
+def test_preset_combines_by_comma(rules):
+    specs = parse_specs("q, lit-paper ,n:no", rules)
+    assert [s.text for s in specs][:2] == ["q", "p+prog+perf"]
+    assert specs[-1].text == "n:no" and len(specs) == 65
+
+
+def test_pair_preset(rules):
+    specs = parse_specs("lit-paper-nli", rules, pair=True)
+    assert [s.text for s in specs] == ["p;f", "f;p", "m;o", "pa;pa", "i;i", "p;f+i", "f;p+i",
+                                       "p;f+pa", "f;p+pa"]
+    assert specs[5].premise_chain == "p+i" and specs[5].base == ("past", "future")
+    assert parse_specs("lit-paper-nli", rules) == specs  # pair=None: the kind it has
+
+
+@pytest.mark.parametrize("text, kw, position, message", [
+    ("f;p,lit-paper", {"pair": True}, 4,
+     "preset 'lit-paper' has only single-sentence chains, but the input has sentence pairs; "
+     "presets for that: lit-paper-nli"),
+    ("lit-paper-nli", {"pair": False}, 0, "has only pair specs"),
+    ("lit-paper+i", {}, 0, "'lit-paper' is a preset (a list of specs): it stands alone"),
+    ("f;lit-paper", {}, 2, "is a preset"),
+    ("lit-paper,n", {}, 10, "duplicate spec 'n' (from preset 'lit-paper')"),
+    ("n,lit-paper", {}, 2, "duplicate spec 'n' (from preset 'lit-paper')"),
+    ("lit-paper,lit-paper", {}, 10, "(from preset 'lit-paper' and preset 'lit-paper')"),
+])
+def test_preset_errors_point_at_the_preset(rules, text, kw, position, message):
+    with pytest.raises(SpecError) as err:
+        parse_specs(text, rules, **kw)
+    assert message in err.value.message
+    assert err.value.position == position
+
+
+def test_presets_need_a_rule_set():
+    # without rules a preset name is only a token, as any unknown rule name would be
+    assert parse_specs("lit-paper")[0].chain == "lit-paper"

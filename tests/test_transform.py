@@ -209,7 +209,7 @@ def test_every_operation_is_registered():
 def test_set_tense(chase, bark):
     out = t.set_tense(bark, value="past")
     assert props(out, out.index)["TENSE"] == "past"
-    with pytest.raises(Inapplicable, match="^TENSE is already past$"):
+    with pytest.raises(t.AlreadyHolds, match="^TENSE is already past$"):
         t.set_tense(chase, value="past")
 
 
@@ -224,7 +224,7 @@ def test_tense_under_a_modal_goes_to_the_modal(chase):
 def test_set_aspect(bark):
     out = t.set_aspect(bark, prop="PROG", value="+")
     assert props(out, "e2")["PROG"] == "+"
-    with pytest.raises(Inapplicable, match=r"^PROG is already \+$"):
+    with pytest.raises(t.AlreadyHolds, match=r"^PROG is already \+$"):
         t.set_aspect(out, prop="PROG", value="+")
     back = t.set_aspect(out, prop="PROG", value="-")
     assert props(back, "e2")["PROG"] == "-"
@@ -241,7 +241,7 @@ def test_aspect_under_modal_follows_the_grammar(chase):
 def test_question(bark):
     out = t.set_sf(bark, value="ques")
     assert props(out, out.index)["SF"] == "ques"
-    with pytest.raises(Inapplicable, match="^sentence is a question$"):
+    with pytest.raises(t.AlreadyHolds, match="^sentence is already a question$"):
         t.set_sf(out, value="ques")
 
 
@@ -263,6 +263,15 @@ def test_no_double_negation(chase):
         t.negate(t.add_modal(t.negate(chase), ERG1214))
     with pytest.raises(Inapplicable, match=r"^already negated \(_no_q on ARG1\)$"):
         t.negate(dec(NOBODY_BARKS))
+
+
+def test_adding_operations_refuse_rather_than_hold(chase):
+    """Negation and modals *change* the sentence (their label rows, o;n and m;o,
+    assume the change): a second one is a refusal, not a target that holds."""
+    for op, m in ((t.negate, t.negate(chase)), (t.add_modal, t.add_modal(chase, ERG1214))):
+        with pytest.raises(Inapplicable) as err:
+            op(m, ERG1214)
+        assert not isinstance(err.value, t.AlreadyHolds), err.value.reason
 
 
 def test_add_modal_1214(chase):
@@ -304,8 +313,12 @@ def test_cleft(chase):
     assert c.args == {"ARG0": "e14", "ARG1": "x3", "ARG2": "h1"} and c.label == "h13"
     assert out.index == "e14" and props(out, "e14")["TENSE"] == "pres"
     assert out.hcons[0].lo == "h13"
-    with pytest.raises(Inapplicable, match="^already an it-cleft$"):
+    # the same cleft again: its target holds; a cleft of another argument: refused
+    with pytest.raises(t.AlreadyHolds, match="^already an it-cleft of ARG1$"):
         t.cleft(out, ERG1214)
+    with pytest.raises(Inapplicable, match="^already an it-cleft$") as err:
+        t.cleft(out, ERG1214, role="ARG2")
+    assert not isinstance(err.value, t.AlreadyHolds)
     with pytest.raises(Inapplicable, match="^unsupported: erg-2018 does not generate it-clefts$"):
         t.cleft(chase, ERG2018)
 
@@ -332,7 +345,7 @@ def test_passivize_parg_d(chase):
     p = ep_of(out, "parg_d")
     assert p.label == "h1" and p.args == {"ARG0": "e13", "ARG1": "e2", "ARG2": "x8"}
     assert t.is_passive(out, t.target_ep(out))
-    with pytest.raises(Inapplicable, match="^already passive$"):
+    with pytest.raises(t.AlreadyHolds, match="^already passive$"):
         t.passivize(out, ERG1214)
     assert preds(t.passivize(out, ERG1214, if_passive="keep")) == preds(out)
 
@@ -341,7 +354,7 @@ def test_passivize_icons(chase):
     out = t.passivize(chase, ERG2018)
     assert [(ic.left, str(ic.relation), ic.right) for ic in out.icons] == [("e2", "topic", "x8")]
     assert "parg_d" not in preds(out)
-    with pytest.raises(Inapplicable, match="^already passive$"):
+    with pytest.raises(t.AlreadyHolds, match="^already passive$"):
         t.passivize(out, ERG2018)
 
 

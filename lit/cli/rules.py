@@ -36,7 +36,8 @@ _RulesDirOpt = Annotated[
 _ChainsOpt = Annotated[
     str,
     typer.Option("--rules", "-r",
-                 help="Rule chains, comma-separated; '+' composes: 'p,f+i,m+n+q'."),
+                 help="Rule chains, comma-separated; '+' composes: 'p,f+i,m+n+q'; a preset "
+                      "stands for its chains: 'lit-paper'."),
 ]
 _GrammarOpt = Annotated[
     Optional[str],  # noqa: UP007
@@ -121,22 +122,38 @@ def list_rules(
         grammars = "all" if len(ok) == len(profiles) else ", ".join(ok) or "none"
         table.add_row(rule.name, ", ".join(rule.aliases), rule.phenomenon, rule.description,
                       grammars)
-    _stdout_console().print(table)
+    console = _stdout_console()
+    console.print(table)
+    if rs.presets:
+        presets = Table("preset", "description", "chains", "pairs",
+                        title="presets (one word for many specs: --rules lit-paper,n:no; "
+                              "`lit rules show NAME` lists them)")
+        for preset in rs.presets.values():
+            presets.add_row(preset.name, preset.description, str(len(preset.chains)),
+                            str(len(preset.pairs)))
+        console.print(presets)
 
 
 @rules_app.command("show")
 def show_rule(
-    name: Annotated[str, typer.Argument(help="Rule name or alias (see `lit rules list`).")],
+    name: Annotated[str, typer.Argument(help="Rule name or alias, or preset name (see "
+                                          "`lit rules list`).")],
     rules_dir: _RulesDirOpt = None,
     no_plugins: _NoPluginsOpt = False,
 ) -> None:
-    """Show one rule: its declaration, and which grammars support it (or why not).
+    """Show one rule: its declaration, and which grammars support it (or why not);
+    or a preset: its specs.
 
     Example: lit rules show i2
     """
     from lit.grammar import list_profiles
 
-    rule = _ruleset(rules_dir, no_plugins).get(name)
+    rs = _ruleset(rules_dir, no_plugins)
+    preset = rs.presets.get(name)
+    if preset is not None:
+        click.echo(json.dumps(preset.to_dict(), ensure_ascii=False, indent=2))
+        return
+    rule = rs.get(name)
     ok, why = _support(rule, list_profiles(home=_home()))
     d = rule.to_dict()
     d.update(grammars=ok, unsupported=why)
