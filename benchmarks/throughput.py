@@ -1,48 +1,51 @@
 #!/usr/bin/env python3
-"""Throughput benchmark: lit vs ACE's own CPU time vs a process-per-request baseline.
+"""Throughput benchmark: lit on the original LIT workload, against the floor.
 
-On the first N pairs (or sentences) of a JSONL file and a spec list, one run
-measures:
+On the first N distinct sentences of a file (JSONL: ``sentence`` or
+``sentence1``; or plain text) and a spec list (default ``lit-paper``, the
+63 chains of the original LIT code), one run measures:
 
-(a) **lit**: ``lit transform --workers W --no-cache`` as a subprocess (the
-    real CLI, cold: no parse cache): wall time and sentences/s;
-(b) **the floor**: the CPU time of the ACE processes during that same run
-    (the same parse and generation requests), divided by W. No
-    implementation that sends these requests to ACE on W cores can be
-    faster, so ``lit / floor`` is lit's overhead (target: at most 1.3);
-(c) **the baseline**: the same pipeline, but like the original LIT code it
-    starts a fresh ACE process for every parse and every generation request
-    and scores candidates one by one (LM batch size 1), also with W worker
-    processes (the original split its input over processes by hand).
-    ``baseline / lit`` is the speed-up (target: at least 10). The baseline
-    is slow, so it runs on the first *--baseline-n* items and its rate is
-    compared with lit's.
+1. **lit**, the real CLI as a subprocess (``lit transform -f text --no-cache
+   --keep-mrs``), once with ``-j 1`` and once with ``-j W`` (default 2), then
+   ``--repeat`` more times with ``-j W``: wall time, sentences/s, the ACE
+   requests it made (parses, round-trip generations for reading selection,
+   generations of transformed MRSs, from ``--report``), realized (sentence,
+   transformation) pairs (records with status ``ok``), the CPU time of its
+   ACE processes, of its main process and of its workers, and peak memory
+   (the largest sum of resident sizes of lit, its workers and the ACE
+   processes, sampled every 50 ms). The outputs of all runs must be
+   byte-identical; the script says whether they are.
+2. **the floor**: the *minimal* request set — one parse per sentence and
+   one generation per distinct transformed MRS that lit generated (from the
+   ``-j 1`` output) — replayed through one persistent ACE parser and one
+   persistent ACE generator; its ACE CPU time is what any implementation
+   needs on one core. ``lit / floor`` is lit's ``-j 1`` wall time over it
+   (the round trips that select readings, process start-ups and Python all
+   count against lit).
+3. **the speed-up** of ``-j W`` over ``-j 1``.
+4. *Secondary, clearly an imitation:* the same pipeline with a fresh ACE
+   process for every parse and generation request, as the original code
+   ran ACE (``--imitation-n`` sentences, default 0 = skip). It is not the
+   original code, which cannot be vendored; compare with the original by
+   running it outside the repository on the sentence file this script
+   writes (``--keep DIR``; ``sentences.txt``) and passing its wall time and
+   realized pairs as ``--original-wall`` and ``--original-pairs``.
 
-It prints sentences/s, both ratios, the CPU time of lit's main process
-(input, LM scoring, labels, output: with the LM on the same CPUs as ACE,
-this competes with the workers and counts against ``lit / floor``) and of
-its workers, and peak memory: the largest sum of the
-resident sizes of lit, its workers and the ACE processes (sampled every
-50 ms), and the largest single process. The ACE CPU time is sampled too
-(psutil), so up to 50 ms of CPU per ACE process can be missed at its exit.
-
-It needs a real ACE binary and grammar image (``--ace``, ``--image``) and
-``psutil``. It also runs against the test stand-in (``--ace tests/fake_ace.py
---image <fake image>``, see ``tests/fake_ace_support.py``) as a smoke test;
-the numbers are then meaningless, and the output says so.
+ACE and the image come from the registered grammar (``lit grammar add``), or
+``--ace`` and ``--image``. It also runs against the test stand-in (``--ace
+tests/fake_ace.py`` with an image written by ``tests/fake_ace_support.py``)
+as a smoke test; the numbers are then meaningless, and the output says so.
+It needs ``psutil``. Run it on an otherwise idle machine.
 
 Example::
 
-    python benchmarks/throughput.py --ace ~/.local/share/lit/ace/ace \\
-        --image ~/.local/share/lit/grammars/erg-1214.dat --grammar erg-1214 \\
-        --input ../shared/data/snli/snli_1.0_dev_sample.jsonl -n 200 \\
-        --specs "f;p+i,m;o,pa;pa,i;i,p;f" --lm gpt2
+    python benchmarks/throughput.py --grammar erg-1214 \\
+        --input ../shared/data/snli/snli_1.0_dev_sample.jsonl -n 30 --keep /tmp/bench
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import resource
@@ -66,7 +69,7 @@ from lit.interface import GenerationResult, ParseResult  # noqa: E402
 _SAMPLE_EVERY = 0.05
 
 
-# --- the baseline's backends: one ACE process per request -----------------------
+# --- the imitation's backends: one ACE process per request ------------------------
 
 
 class FreshProcessParser:
@@ -76,10 +79,8 @@ class FreshProcessParser:
                  env: dict[str, str] | None) -> None:
         self.image, self.executable, self.ace_version = image, executable, ace_version
         self.n, self.env = n, env
-        self.processes = 0
 
     def parse(self, sentence: str) -> ParseResult:
-        self.processes += 1
         with AceParser(self.image, executable=self.executable, n=self.n, env=self.env,
                        ace_version=self.ace_version, startup_wait=0) as p:
             return p.parse(sentence)
@@ -92,10 +93,8 @@ class FreshProcessGenerator:
                  env: dict[str, str] | None) -> None:
         self.image, self.executable, self.ace_version = image, executable, ace_version
         self.env = env
-        self.processes = 0
 
     def generate(self, mrs: Any) -> GenerationResult:
-        self.processes += 1
         with AceGenerator(self.image, executable=self.executable, env=self.env,
                           ace_version=self.ace_version, startup_wait=0) as g:
             return g.generate(mrs)
@@ -115,7 +114,7 @@ class TreeSampler:
         self.ace_paths = ace_paths
         self.ace_cpu: dict[tuple[int, float], float] = {}
         self.other_cpu: dict[tuple[int, float], float] = {}  # lit's workers and helpers
-        self.main_cpu = 0.0  # the lit process: reading, LM scoring, labels, writing
+        self.main_cpu = 0.0  # the lit process: reading, applying chains, LM, output
         self.peak_rss = 0
         self.peak_single = 0
         self._stop = threading.Event()
@@ -134,8 +133,7 @@ class TreeSampler:
             cmd = proc.cmdline()
         except (self.psutil.Error, OSError):
             return False
-        candidates = cmd[:2]
-        return any(os.path.realpath(c) in self.ace_paths for c in candidates if c)
+        return any(os.path.realpath(c) in self.ace_paths for c in cmd[:2] if c)
 
     def sample(self) -> None:
         psutil = self.psutil
@@ -166,16 +164,8 @@ class TreeSampler:
             self.sample()
             self._stop.wait(_SAMPLE_EVERY)
 
-    @property
-    def ace_cpu_seconds(self) -> float:
-        return sum(self.ace_cpu.values())
 
-    @property
-    def ace_processes(self) -> int:
-        return len(self.ace_cpu)
-
-
-# --- the three measurements ---------------------------------------------------------
+# --- the measurements ---------------------------------------------------------------
 
 
 def _lit_command() -> list[str]:
@@ -185,16 +175,16 @@ def _lit_command() -> list[str]:
     return [sys.executable, "-c", "from lit.cli import main; main()"]
 
 
-def run_lit(args: argparse.Namespace, input_path: Path, out_path: Path, env: dict[str, str],
-            ace_paths: set[str]) -> dict[str, Any]:
+def run_lit(args: argparse.Namespace, workers: int, sentences: Path, work: Path, name: str,
+            env: dict[str, str], ace_paths: set[str]) -> dict[str, Any]:
+    """One ``lit transform`` run: its measurements, records and output bytes."""
+    out_path, report = work / f"{name}.jsonl", work / f"{name}.report.json"
     cmd = [*_lit_command(), "-q", "transform", "--grammar", args.grammar, "--rules", args.specs,
-           "--lm", args.lm, "--workers", str(args.workers), "--no-cache",
-           "--engine", args.engine, str(input_path)]
+           "--lm", args.lm, "--workers", str(workers), "--no-cache", "--keep-mrs",
+           "--input-format", "text", "--readings", str(args.readings), "--report", str(report),
+           str(sentences)]
     if args.gguf_file:
         cmd += ["--gguf-file", args.gguf_file]
-    if args.readings:
-        cmd += ["--readings", str(args.readings)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     with open(out_path, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, env=env, text=True)
@@ -202,57 +192,80 @@ def run_lit(args: argparse.Namespace, input_path: Path, out_path: Path, env: dic
             _, stderr = proc.communicate()
             sampler.sample()
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"lit transform failed (exit {proc.returncode}):\n{stderr}")
+    data = out_path.read_bytes()
+    records = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    summary = json.loads(report.read_text(encoding="utf-8"))
     return {
         "wall_s": wall,
-        "ace_cpu_s": sampler.ace_cpu_seconds,
-        "ace_processes": sampler.ace_processes,
+        "ace_cpu_s": sum(sampler.ace_cpu.values()),
+        "ace_processes": len(sampler.ace_cpu),
         "main_cpu_s": sampler.main_cpu,
         "workers_cpu_s": sum(sampler.other_cpu.values()),
-        "all_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
         "peak_rss_total_mb": sampler.peak_rss / 2**20,
-        "peak_rss_single_mb": max(sampler.peak_single / 2**20, after.ru_maxrss / 1024),
+        "peak_rss_single_mb": sampler.peak_single / 2**20,
+        "requests": summary.get("ace_requests", {}),
+        "records": records,
+        "output": data,
         "command": cmd,
     }
 
 
-def run_baseline(args: argparse.Namespace, items: list[dict[str, Any]],
-                 env: dict[str, str], ace_version: str) -> tuple[dict[str, Any], list[dict]]:
+def minimal_requests(records: list[dict[str, Any]]) -> list[str]:
+    """The distinct transformed MRSs lit sent to the generator, in first-use order."""
+    seen: dict[str, None] = {}
+    for r in records:
+        mrs = r.get("mrs")
+        reason = str(r.get("reason") or "")
+        if mrs and (r.get("status") == "ok" or reason.startswith(("no-realization", "error"))):
+            seen.setdefault(mrs, None)
+    return list(seen)
+
+
+def replay_floor(args: argparse.Namespace, sentences: list[str], mrss: list[str],
+                 env: dict[str, str], ace_version: str) -> dict[str, Any]:
+    """ACE CPU time of the minimal request set through one persistent parser and generator."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    with AceParser(args.image, executable=args.ace, n=args.readings, env=env,
+                   ace_version=ace_version, fresh=False) as parser:
+        for s in sentences:
+            parser.parse(s)
+    with AceGenerator(args.image, executable=args.ace, env=env,
+                      ace_version=ace_version) as generator:
+        for m in mrss:
+            generator.generate(m)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {"ace_cpu_s": cpu, "wall_s": wall, "parses": len(sentences),
+            "generations": len(mrss)}
+
+
+def run_imitation(args: argparse.Namespace, sentences: list[str], env: dict[str, str],
+                  ace_version: str, workers: int) -> dict[str, Any]:
+    """The pipeline with a fresh ACE process per request (an imitation of the original)."""
+    import functools
+
     from lit import engine
     from lit.pipeline import Transformer
-    from lit.rerank import Reranker
-    from lit.workers import open_worker, prepare_jobs
+    from lit.workers import open_worker, run_unit
 
-    home = env["LIT_HOME"]
-    n = args.readings or 10
-    parser = FreshProcessParser(args.image, args.ace, ace_version, n, env)
+    parser = FreshProcessParser(args.image, args.ace, ace_version, args.readings, env)
     generator = FreshProcessGenerator(args.image, args.ace, ace_version, env)
-    options = {"grammar": args.grammar, "home": home, "env": env, "n": n,
-               "parser": parser, "generator": generator}
-    reranker = None
-    if args.lm.lower() != "none":
-        reranker = Reranker(args.lm, gguf_file=args.gguf_file, batch_size=1)
+    options = {"grammar": args.grammar, "home": env["LIT_HOME"], "env": env,
+               "n": args.readings, "parser": parser, "generator": generator}
     prepare_map = None
-    if args.workers > 1:
-        prepare_map = functools.partial(engine.ordered_map, prepare_jobs, workers=args.workers,
+    if workers > 1:
+        prepare_map = functools.partial(engine.ordered_map, run_unit, workers=workers,
                                         init=open_worker, initargs=(options,))
     t0 = time.perf_counter()
-    with Transformer(**options, reranker=reranker, prepare_map=prepare_map) as t:
-        if ";" in args.specs:
-            records = list(t.transform_pairs(items, args.specs))
-        else:
-            records = list(t.transform_sentences(_sentences(items), args.specs))
+    with Transformer(**options, reranker=None, prepare_map=prepare_map) as t:
+        records = list(t.transform_sentences(sentences, args.specs))
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "items": len(items)}, records
-
-
-def _sentences(items: list[dict[str, Any]]) -> list[tuple[Any, str]]:
-    out = []
-    for pos, item in enumerate(items, start=1):
-        out.append((item.get("id", pos), item.get("sentence", item.get("sentence1"))))
-    return out
+    return {"wall_s": wall, "sentences": len(sentences),
+            "realized": sum(r["status"] == "ok" for r in records)}
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -295,26 +308,38 @@ def ace_paths_of(ace: str) -> set[str]:
     return paths
 
 
-def read_items(path: Path, n: int) -> list[dict[str, Any]]:
-    items = []
+def read_sentences(path: Path, n: int) -> list[str]:
+    """The first *n* distinct sentences of a JSONL (``sentence``/``sentence1``) or text file."""
+    out: dict[str, None] = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
-            if line.strip():
-                items.append(json.loads(line))
-                if len(items) >= n:
-                    break
-    return items
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("{"):
+                row = json.loads(line)
+                line = str(row.get("sentence", row.get("sentence1", ""))).strip()
+            if line:
+                out.setdefault(line, None)
+            if len(out) >= n:
+                break
+    return list(out)
 
 
-def _compare(lit_records: list[dict], baseline_records: list[dict]) -> tuple[int, int]:
-    """How many of the baseline's records agree with lit's (status and sentences)."""
-    def key(r: dict) -> tuple:
-        return (r.get("id"), r.get("spec"), r.get("status"), r.get("sentence1"),
-                r.get("sentence2"), r.get("gold_label"), r.get("sentence"))
+def resolve(args: argparse.Namespace) -> None:
+    """Fill in ``args.ace`` and ``args.image`` from the registered grammar if not given."""
+    if args.ace and args.image:
+        args.ace, args.image = os.path.realpath(args.ace), os.path.realpath(args.image)
+        return
+    from lit.grammar import resolve_grammar
 
-    lit_keys = Counter(key(r) for r in lit_records)
-    same = sum(1 for r in baseline_records if lit_keys[key(r)] > 0)
-    return same, len(baseline_records)
+    g = resolve_grammar(args.grammar, env=os.environ)
+    args.ace = os.path.realpath(args.ace or (str(g.ace) if g.ace else shutil.which("ace") or "ace"))
+    args.image = os.path.realpath(args.image or str(g.image))
+
+
+def _realized(records: list[dict[str, Any]]) -> int:
+    return sum(r.get("status") == "ok" for r in records)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,129 +348,144 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    parser.add_argument("--ace", required=True, help="the ACE binary")
-    parser.add_argument("--image", required=True, help="the compiled grammar image")
-    parser.add_argument("--grammar", default="erg-1214",
-                        help="grammar profile of the image (default: erg-1214)")
-    parser.add_argument("--input", type=Path,
-                        default=REPO / "examples" / "snli_sample.jsonl",
-                        help="JSONL input: NLI pairs, or {'sentence'} rows for chains "
-                             "(default: examples/snli_sample.jsonl)")
-    parser.add_argument("-n", "--items", type=int, default=100,
-                        help="number of input items (pairs or sentences; default: 100)")
-    parser.add_argument("--specs", default="f;p+i,m;o,pa;pa,i;i,p;f",
-                        help="spec list as for lit transform --rules")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                        help="worker processes for lit and the baseline (default: CPUs)")
-    parser.add_argument("--engine", default="local", choices=["local", "ray"],
-                        help="lit's engine (default: local)")
-    parser.add_argument("--lm", default="gpt2",
-                        help="reranking LM for lit and the baseline, or 'none' (default: gpt2)")
+    parser.add_argument("--grammar", default="erg-1214", help="grammar (default: erg-1214)")
+    parser.add_argument("--ace", help="the ACE binary (default: the registered grammar's)")
+    parser.add_argument("--image", help="the grammar image (default: the registered grammar's)")
+    parser.add_argument("--input", type=Path, required=True,
+                        help="sentences: JSONL (sentence or sentence1) or plain text")
+    parser.add_argument("-n", "--sentences", type=int, default=30,
+                        help="distinct sentences to use (default: 30)")
+    parser.add_argument("--specs", default="lit-paper",
+                        help="single-sentence specs or a preset (default: lit-paper)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="workers of the parallel runs (default: 2)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="more -j WORKERS runs whose output must be identical (default: 1)")
+    parser.add_argument("--readings", type=int, default=10,
+                        help="readings per parse, as lit transform --readings (default: 10)")
+    parser.add_argument("--lm", default="none", help="reranking LM, or 'none' (default)")
     parser.add_argument("--gguf-file", help="GGUF file inside --lm")
-    parser.add_argument("--readings", type=int, default=None,
-                        help="readings per parse (lit transform --readings)")
-    parser.add_argument("--baseline-n", type=int, default=None,
-                        help="items for the baseline (default: min(items, 20))")
-    parser.add_argument("--no-baseline", action="store_true", help="skip the baseline")
+    parser.add_argument("--imitation-n", type=int, default=0,
+                        help="sentences for the process-per-request imitation (default: 0, skip)")
+    parser.add_argument("--original-wall", type=float,
+                        help="wall time (s) of the original code on the same sentences")
+    parser.add_argument("--original-pairs", type=int,
+                        help="realized (sentence, transformation) pairs of the original code")
     parser.add_argument("--keep", type=Path, default=None,
-                        help="keep the outputs in this directory")
+                        help="keep the sentences and outputs in this directory")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    args.ace = os.path.realpath(args.ace)
-    args.image = os.path.realpath(args.image)
-
     try:
         import psutil  # noqa: F401
     except ImportError:
         parser.error("needs psutil: pip install psutil (it is in lit-mrs[dev])")
+    resolve(args)
     fake = is_fake_ace(args.ace, args.image)
-    items = read_items(args.input, args.items)
-    if not items:
-        parser.error(f"no items in {args.input}")
-    pairs = ";" in args.specs
-    sentences = len(items) * (2 if pairs else 1)
-    n_specs = len(args.specs.split(","))
+    sentences = read_sentences(args.input, args.sentences)
+    if not sentences:
+        parser.error(f"no sentences in {args.input}")
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="lit-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    input_path = work / "input.jsonl"
-    input_path.write_text("".join(json.dumps(r) + "\n" for r in items), encoding="utf-8")
+    text = work / "sentences.txt"
+    text.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
     env = dict(os.environ)
     env["LIT_HOME"] = str(work / "home")
     env["LIT_ACE"] = args.ace
     env["LIT_GRAMMAR_" + args.grammar.upper().replace("-", "_")] = args.image
     ace_version = ace_version_of(args.ace, env)
+    ace_paths = ace_paths_of(args.ace)
 
-    lit = run_lit(args, input_path, work / "lit.formats.jsonl", env, ace_paths_of(args.ace))
-    with open(work / "lit.formats.jsonl", encoding="utf-8") as f:
-        lit_records = [json.loads(line) for line in f if line.strip()]
-    if len(lit_records) != len(items) * n_specs:
-        raise SystemExit(f"lit wrote {len(lit_records)} records, expected "
-                         f"{len(items)} x {n_specs}")
-    lit_rate = sentences / lit["wall_s"]
-    floor_s = lit["ace_cpu_s"] / args.workers
+    one = run_lit(args, 1, text, work, "lit-j1", env, ace_paths)
+    par = run_lit(args, args.workers, text, work, f"lit-j{args.workers}", env, ace_paths)
+    repeats = [run_lit(args, args.workers, text, work, f"lit-j{args.workers}-r{i + 1}", env,
+                       ace_paths) for i in range(args.repeat)]
+    identical = all(r["output"] == one["output"] for r in (par, *repeats))
+    mrss = minimal_requests(one["records"])
+    floor = replay_floor(args, sentences, mrss, env, ace_version)
+    n = len(sentences)
     result: dict[str, Any] = {
         "real_ace": not fake,
-        "items": len(items),
-        "sentences": sentences,
-        "specs": args.specs,
-        "workers": args.workers,
-        "lm": args.lm,
         "ace_version": ace_version,
-        "statuses": dict(Counter(r.get("status") for r in lit_records)),
-        "lit_wall_s": round(lit["wall_s"], 3),
-        "lit_sentences_per_s": round(lit_rate, 3),
-        "ace_cpu_s": round(lit["ace_cpu_s"], 3),
-        "ace_processes": lit["ace_processes"],
-        "lit_main_cpu_s": round(lit["main_cpu_s"], 3),
-        "lit_workers_cpu_s": round(lit["workers_cpu_s"], 3),
-        "floor_s": round(floor_s, 3),
-        "lit_over_floor": round(lit["wall_s"] / floor_s, 3) if floor_s > 0 else None,
-        "peak_rss_total_mb": round(lit["peak_rss_total_mb"], 1),
-        "peak_rss_single_mb": round(lit["peak_rss_single_mb"], 1),
+        "sentences": n,
+        "specs": args.specs,
+        "records": len(one["records"]),
+        "statuses": dict(Counter(r.get("status") for r in one["records"])),
+        "realized_pairs": _realized(one["records"]),
+        "requests": one["requests"],
+        "j1_wall_s": round(one["wall_s"], 2),
+        "j1_sentences_per_s": round(n / one["wall_s"], 3),
+        f"j{args.workers}_wall_s": round(par["wall_s"], 2),
+        f"j{args.workers}_sentences_per_s": round(n / par["wall_s"], 3),
+        "repeat_wall_s": [round(r["wall_s"], 2) for r in repeats],
+        "speedup": round(one["wall_s"] / par["wall_s"], 3),
+        "identical_outputs": identical,
+        "floor_ace_cpu_s": round(floor["ace_cpu_s"], 2),
+        "floor_requests": {"parse": floor["parses"], "generate": floor["generations"]},
+        "lit_over_floor": round(one["wall_s"] / floor["ace_cpu_s"], 3)
+        if floor["ace_cpu_s"] > 0 else None,
+        "j1_ace_cpu_s": round(one["ace_cpu_s"], 2),
+        "j1_main_cpu_s": round(one["main_cpu_s"], 2),
+        f"j{args.workers}_ace_cpu_s": round(par["ace_cpu_s"], 2),
+        f"j{args.workers}_main_cpu_s": round(par["main_cpu_s"], 2),
+        f"j{args.workers}_workers_cpu_s": round(par["workers_cpu_s"], 2),
+        "peak_rss_total_mb": round(max(one["peak_rss_total_mb"], par["peak_rss_total_mb"]), 1),
+        "peak_rss_single_mb": round(max(one["peak_rss_single_mb"], par["peak_rss_single_mb"]),
+                                    1),
+        "work_dir": str(work) if args.keep else None,
     }
-    if not args.no_baseline:
-        bn = min(args.baseline_n or min(len(items), 20), len(items))
-        base, base_records = run_baseline(args, items[:bn], env, ace_version)
-        base_sentences = bn * (2 if pairs else 1)
-        base_rate = base_sentences / base["wall_s"]
-        same, total = _compare(lit_records, base_records)
-        result.update({
-            "baseline_items": bn,
-            "baseline_wall_s": round(base["wall_s"], 3),
-            "baseline_sentences_per_s": round(base_rate, 3),
-            "baseline_over_lit": round(lit_rate / base_rate, 3),
-            "baseline_records_matching_lit": f"{same}/{total}",
-        })
+    if args.imitation_n:
+        im = run_imitation(args, sentences[:args.imitation_n], env, ace_version, args.workers)
+        result["imitation"] = {k: round(v, 2) if isinstance(v, float) else v
+                               for k, v in im.items()}
+    if args.original_wall:
+        result["original_wall_s"] = args.original_wall
+        result["original_over_lit"] = round(args.original_wall / par["wall_s"], 2)
+    if args.original_pairs is not None:
+        result["original_pairs"] = args.original_pairs
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
 
     if args.json:
         print(json.dumps(result))
-        return 0
+        return 0 if identical else 1
+    w = args.workers
     if fake:
         print("NOTE: the ACE binary or image is the test stand-in (fake-ace), not a real "
               "ACE and grammar: these numbers are meaningless.")
-    print(f"input     {len(items)} {'pairs' if pairs else 'sentences'} ({sentences} sentences) "
-          f"x {n_specs} specs ({args.specs}); {args.workers} workers; LM {args.lm}; "
-          f"ACE {ace_version}")
-    print(f"statuses  {result['statuses']}")
-    print(f"lit       {lit['wall_s']:.2f} s wall, {lit_rate:.2f} sentences/s")
-    print(f"floor     ACE CPU {lit['ace_cpu_s']:.2f} s in {lit['ace_processes']} processes "
-          f"/ {args.workers} workers = {floor_s:.2f} s")
-    print(f"lit CPU   main process {lit['main_cpu_s']:.2f} s (input, LM, labels, output), "
-          f"workers {lit['workers_cpu_s']:.2f} s (Python side of parse/transform/generate)")
+    print(f"input       {n} sentences x {args.specs} ({len(one['records']) // n} specs); "
+          f"ACE {ace_version}; LM {args.lm}")
+    print(f"statuses    {result['statuses']}")
+    print(f"realized    {result['realized_pairs']} (sentence, transformation) pairs")
+    print("requests    " + ", ".join(f"{k} {v}" for k, v in sorted(one["requests"].items()))
+          + f"  (minimal: {n} parse, {len(mrss)} generate)")
+    print(f"lit -j 1    {one['wall_s']:.2f} s wall, {n / one['wall_s']:.2f} sentences/s; "
+          f"ACE CPU {one['ace_cpu_s']:.2f} s, main process CPU {one['main_cpu_s']:.2f} s")
+    print(f"lit -j {w}    {par['wall_s']:.2f} s wall, {n / par['wall_s']:.2f} sentences/s; "
+          f"ACE CPU {par['ace_cpu_s']:.2f} s, main {par['main_cpu_s']:.2f} s, "
+          f"workers {par['workers_cpu_s']:.2f} s")
+    print(f"speed-up    -j {w} over -j 1: {result['speedup']:.2f}")
+    print(f"floor       {floor['ace_cpu_s']:.2f} s ACE CPU for the minimal requests through "
+          f"one persistent ACE ({floor['wall_s']:.2f} s wall)")
     if result["lit_over_floor"] is not None:
-        print(f"lit / floor      {result['lit_over_floor']:.2f}   (target <= 1.3)")
-    if "baseline_over_lit" in result:
-        print(f"baseline  {result['baseline_items']} items in {result['baseline_wall_s']:.2f} s, "
-              f"{result['baseline_sentences_per_s']:.2f} sentences/s "
-              f"(fresh ACE per request, LM one by one); "
-              f"records matching lit: {result['baseline_records_matching_lit']}")
-        print(f"baseline / lit   {result['baseline_over_lit']:.2f}   (target >= 10)")
-    print(f"peak RSS  {result['peak_rss_total_mb']:.0f} MB total (lit + workers + ACE, "
+        print(f"lit / floor {result['lit_over_floor']:.2f}   (lit -j 1 wall / floor)")
+    print(f"identical   {'yes' if identical else 'NO'}: -j 1, -j {w} and {args.repeat} "
+          "repeated runs, byte for byte")
+    print(f"peak RSS    {result['peak_rss_total_mb']:.0f} MB total (lit + workers + ACE, "
           f"sampled), {result['peak_rss_single_mb']:.0f} MB largest process")
-    return 0
+    if "imitation" in result:
+        im = result["imitation"]
+        print(f"imitation   (process per request; NOT the original code) {im['sentences']} "
+              f"sentences in {im['wall_s']:.2f} s, {im['realized']} realized")
+    if "original_over_lit" in result:
+        print(f"original    {args.original_wall:.2f} s wall: original / lit -j {w} = "
+              f"{result['original_over_lit']:.2f}")
+    if args.original_pairs is not None:
+        print(f"original    {args.original_pairs} realized pairs; lit "
+              f"{result['realized_pairs']}")
+    if args.keep:
+        print(f"kept        {work} (sentences.txt: the input for the original code)")
+    return 0 if identical else 1
 
 
 if __name__ == "__main__":

@@ -254,6 +254,10 @@ class _ProcessEnded(Exception):
     """ACE closed its stdout (it exited or was killed) in the middle of an item."""
 
 
+#: the error in ACE's ``NOTE: tsdb parse: ... (:error . "...")`` line
+_TSDB_ERROR = re.compile(r'\(:error \. "((?:[^"\\]|\\.)*)"\)')
+
+
 @lru_cache(maxsize=None)
 def _delphin_classes() -> tuple[type, type]:
     """PyDelphin's ACE classes, adapted; built on first use (imports delphin.ace)."""
@@ -273,12 +277,14 @@ def _delphin_classes() -> tuple[type, type]:
 
         _lit_owner: _AceProcess
         _lit_may_open: bool
+        _lit_tsdbinfo = True  # ACE's --tsdb-stdout protocol
 
         def __init__(self, grm: str, *, owner: _AceProcess, cmdargs: list[str]) -> None:
             self._lit_owner = owner
             self._lit_may_open = True
             super().__init__(
-                grm, cmdargs=list(cmdargs), executable=owner.executable, env=owner.env
+                grm, cmdargs=list(cmdargs), executable=owner.executable, env=owner.env,
+                tsdbinfo=self._lit_tsdbinfo,
             )
             self._lit_may_open = False
 
@@ -330,7 +336,22 @@ def _delphin_classes() -> tuple[type, type]:
         pass
 
     class _Generator(_Adapted, dace.ACEGenerator):
-        pass
+        """Realizations in ACE's plain protocol: one surface per line, then
+        ACE's ``NOTE: tsdb parse:`` line (with an ``(:error . "...")`` if
+        any). ``--tsdb-stdout --report-labels`` would add a derivation per
+        realization: on a sentence with thousands of realizations, 100 times
+        the output and three times ACE's time, for nothing lit uses."""
+
+        _lit_tsdbinfo = False
+
+        def _default_receive(self) -> Any:
+            response = super()._default_receive()
+            for note in response.get("NOTES") or ():
+                if note.startswith("tsdb parse:"):
+                    found = _TSDB_ERROR.search(note)
+                    if found is not None:
+                        response["error"] = found.group(1).replace('\\"', '"')
+            return response
 
     return _Parser, _Generator
 

@@ -20,6 +20,11 @@ such as persistent ACE processes:
   consumer or Ctrl-C stops the workers (each exits its state first).
 * ``workers=1`` runs everything inline in the calling process, which makes
   debugging easy (no pickling, plain tracebacks in the log).
+* **Input that depends on output.** The input may yield :data:`WAIT` for
+  "nothing to hand out until more results are in" (its next items depend on
+  outcomes not yet yielded): the map waits for a result and asks again. If
+  nothing is in flight, it yields :data:`WAIT` itself, so the consumer can
+  act before the input is asked again.
 
 Worker processes ignore SIGINT (the main process decides when to stop) and
 turn SIGTERM into a normal exit, so their state is always torn down.
@@ -55,7 +60,8 @@ from typing import Any, Generic, NoReturn, TypeVar
 
 from lit.errors import LitError
 
-__all__ = ["EngineError", "Outcome", "ordered_map", "describe_exit", "default_workers"]
+__all__ = ["EngineError", "Outcome", "WAIT", "ordered_map", "describe_exit",
+           "default_workers"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +72,17 @@ _MAX_INIT_FAILURES = 3
 
 #: seconds between checks, in an idle worker, that the main process is alive
 _PARENT_CHECK = 1.0
+
+
+class _Wait:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "WAIT"
+
+
+#: yielded by an input (and passed on by :func:`ordered_map`): nothing to do now
+WAIT: Any = _Wait()
 
 
 class EngineError(LitError):
@@ -171,6 +188,7 @@ def ordered_map(
     prefetch: int = 2,
     timeout: float | None = None,
     start_method: str | None = None,
+    ordered: bool = True,
 ) -> Iterator[Outcome[R]]:
     """Yield ``Outcome(index, item, fn(state, item))`` for each item, in input order.
 
@@ -191,9 +209,12 @@ def ordered_map(
         start_method: ``multiprocessing`` start method (default:
             ``forkserver`` where available, else ``spawn``; ``fork`` is
             unsafe once torch or other threaded libraries are loaded)
+        ordered: ``False`` yields outcomes as they finish (each still has its
+            ``index``), so one long item does not hold back the results of
+            later ones; *max_pending* then bounds the items in flight
 
     Yields:
-        :class:`Outcome` objects, one per input item, in input order.
+        :class:`Outcome` objects, one per input item, in input order (see *ordered*).
 
     Raises:
         EngineError: if the workers cannot be started (e.g. *init* fails)
@@ -207,7 +228,7 @@ def ordered_map(
     pool = _Pool(fn, init, initargs, workers=n, prefetch=max(1, prefetch),
                  timeout=timeout, start_method=start_method)
     try:
-        yield from pool.map(items, max_pending or 4 * n)
+        yield from pool.map(items, max_pending or 4 * n, ordered)
     finally:
         pool.close()
 
@@ -220,7 +241,11 @@ def _inline_map(
 ) -> Iterator[Outcome[R]]:
     with contextlib.ExitStack() as stack:
         state = _open_state(stack, init, initargs)
-        for index, item in enumerate(items):
+        index = 0
+        for item in items:
+            if item is WAIT:  # nothing runs in the background: the consumer acts
+                yield WAIT
+                continue
             try:
                 value = fn(state, item)
             except Exception as exc:  # the engine boundary: any item failure becomes data
@@ -228,6 +253,7 @@ def _inline_map(
                 yield Outcome(index, item, None, _error_text(exc))
             else:
                 yield Outcome(index, item, value)
+            index += 1
 
 
 # --- worker process -------------------------------------------------------------
@@ -321,39 +347,55 @@ def _ordered_window(
     max_pending: int,
     dispatch: Callable[[deque[int], dict[int, Any]], None],
     collect: Callable[[dict[int, Any], deque[int], dict[int, Outcome[Any]]], None],
+    ordered: bool = True,
 ) -> Iterator[Outcome[Any]]:
     """The bounded, ordered window shared by the local and the Ray pool.
 
     Takes items while fewer than *max_pending* are taken but not yet
     yielded, hands the waiting indices to ``dispatch(backlog, pending)``,
-    yields finished outcomes in input order, and otherwise waits with
+    yields finished outcomes in input order (or, not *ordered*, as they
+    finish), and otherwise waits with
     ``collect(pending, backlog, done)``, which moves finished (or failed)
     items from *pending* to *done* and may put indices back on *backlog*.
+    An input item :data:`WAIT` stops taking input for now; with nothing in
+    flight and nothing to yield, :data:`WAIT` is yielded.
     """
     it = iter(items)
     pending: dict[int, Any] = {}  # index -> item, taken but not finished
     backlog: deque[int] = deque()  # indices waiting for a worker
     done: dict[int, Outcome[Any]] = {}  # finished, waiting for their turn
     next_index = 0  # next index to take from the input
-    next_yield = 0  # next index to yield
+    next_yield = 0  # next index to yield (ordered)
+    out = 0  # outcomes yielded
     exhausted = False
     while True:
         # take new items while the window allows
-        while not exhausted and next_index - next_yield < max_pending:
+        waiting = False
+        while not exhausted and next_index - out < max_pending:
             try:
                 item = next(it)
             except StopIteration:
                 exhausted = True
                 break
+            if item is WAIT:
+                waiting = True
+                break
             pending[next_index] = item
             backlog.append(next_index)
             next_index += 1
         dispatch(backlog, pending)
-        while next_yield in done:
-            yield done.pop(next_yield)
+        yielded = False
+        while (next_yield in done) if ordered else done:
+            index = next_yield if ordered else min(done)
+            yield done.pop(index)
             next_yield += 1
-        if exhausted and next_yield == next_index:
+            out += 1
+            yielded = True
+        if exhausted and out == next_index:
             return
+        if waiting and not pending and not yielded:
+            yield WAIT  # the input waits on the consumer
+            continue
         if not pending:
             # nothing in flight: take more input (waiting for results would
             # block forever once the window was full when input was last read)
@@ -467,10 +509,11 @@ class _Pool:
 
     # the map loop ------------------------------------------------------------
 
-    def map(self, items: Iterable[Any], max_pending: int) -> Iterator[Outcome[Any]]:
+    def map(self, items: Iterable[Any], max_pending: int, ordered: bool = True
+            ) -> Iterator[Outcome[Any]]:
         for _ in range(self.size):
             self._spawn()
-        yield from _ordered_window(items, max_pending, self._dispatch, self._collect)
+        yield from _ordered_window(items, max_pending, self._dispatch, self._collect, ordered)
 
     def _dispatch(self, backlog: deque[int], pending: dict[int, Any]) -> None:
         while backlog:

@@ -7,9 +7,11 @@ datasets into transformed, labelled records. :func:`augment_nli` is the
 dataset-level entry point.
 
 Work is shared: each distinct sentence is parsed once, each distinct
-(sentence, chain) is applied, generated and ranked once, whichever items
-and specs need it, and the candidates of a whole chunk of items are scored
-by the language model in one batched call.
+(sentence, chain) is applied and ranked once, each distinct transformed MRS
+is realized once (``p`` and ``p+-prog`` often give the same MRS), whichever
+items and specs need it, and the candidates of a whole chunk of items are
+scored by the language model in one batched call. With workers, ACE's work
+is spread request by request (:class:`_Schedule`).
 
 Every (item, spec) yields exactly one record whose ``status`` is ``ok``,
 ``skipped`` or ``error``; skips and errors carry a ``reason`` of the form
@@ -44,7 +46,7 @@ from delphin.mrs import MRS
 from lit._iterables import chunked
 from lit.cache import ParseCache
 from lit.choose import REORDERING_PHENOMENA, Choice, choose
-from lit.errors import LitError, SpecError
+from lit.errors import ACEError, LitError, SpecError
 from lit.formats.hf import label_names as _dataset_label_names
 from lit.generate import Candidate, Expectation, Realizations, clean_realizations
 from lit.grammar import (
@@ -56,7 +58,8 @@ from lit.grammar import (
     resolve_grammar,
     with_checksum,
 )
-from lit.interface import Generator, Parser, TransientFailure
+from lit.engine import WAIT
+from lit.interface import GenerationResult, Generator, Parser, TransientFailure
 from lit.nli import LabelResult, LabelTable
 from lit.parse import DEFAULT_SELECT
 from lit.records import (
@@ -74,7 +77,6 @@ from lit.records import (
 from lit.rerank import Reranker, rank_candidates
 from lit.rules import RuleSet
 from lit.spec import Spec, parse_specs
-from lit.workers import absorb
 
 __all__ = [
     "Transformer",
@@ -116,6 +118,13 @@ class _Job:
     reading: int | None = None
     selection: str | None = None
     requested: int | None = None  # a reading asked for instead of the selected one
+    parsed: Parsed | None = None  # the sentence's parse and selected reading
+    line: str | None = None       # the transformed MRS as sent to ACE (generation key)
+
+    @property
+    def prepared(self) -> bool:
+        """``True`` once the ACE-bound stage is over (a result, or realizations to rank)."""
+        return self.result is not None or self.realizations is not None
 
 
 class Transformer:
@@ -152,12 +161,14 @@ class Transformer:
         cache_size: distinct sentences/chains remembered
         cache: a :class:`~lit.cache.ParseCache`; the ACE parser started on
             entry then looks sentences up there first (``None``: no cache)
-        prepare_map: runs the ACE-bound stage (parse, apply chain, generate)
-            of many jobs elsewhere, e.g. in worker processes: called once
-            per run with an iterable of job lists (the jobs of one sentence),
-            it must yield one :class:`~lit.engine.Outcome` per list, in order,
-            whose value is :func:`prepare_jobs`' result (see
-            :func:`open_worker`). Ranking,
+        prepare_map: runs ACE's work elsewhere, e.g. in worker processes
+            (:func:`~lit.workers.worker_map`): called once per run with an
+            iterable of work units (``("parse", sentence)``, ``("generate",
+            mrs)``; the iterable may yield :data:`lit.engine.WAIT`), it must
+            yield one :class:`~lit.engine.Outcome` per unit, in any order,
+            whose value is :func:`~lit.workers.run_unit`'s result (and pass
+            ``WAIT`` on when nothing is in flight), as
+            :func:`lit.engine.ordered_map` does. Applying chains, ranking,
             verification and labelling stay in this process, so the LM is
             loaded once and scores the candidates of whole chunks together.
         max_words: sentences with more whitespace-separated words are not
@@ -219,6 +230,12 @@ class Transformer:
         self._started: list[Any] = []
         self._parses = _LRU(cache_size)
         self._jobs = _LRU(cache_size)
+        self._generations = _LRU(cache_size)
+        #: ACE requests made so far, by kind: ``parse`` (sent to ACE),
+        #: ``parse-cached`` (answered by the parse cache), ``roundtrip`` (a
+        #: generation to select a reading), ``generate`` (one per distinct
+        #: transformed MRS), ``verify`` (a re-parse of a chosen sentence)
+        self.requests: Counter[str] = Counter()
         self._entered = False
 
     # -- lifecycle -----------------------------------------------------------
@@ -346,7 +363,7 @@ class Transformer:
         from lit.parse import select
 
         if reading is not None:
-            result = self._backend("parser").parse(sentence)
+            result = self._parse_request(sentence)
             n = len(result.readings)
             if not 0 <= reading < n:
                 raise LitError(f"reading {reading}: {sentence!r} has {n} readings"
@@ -357,7 +374,7 @@ class Transformer:
         cached = self._parses.fetch(sentence)
         if cached is not None:
             return cached
-        result = self._backend("parser").parse(sentence)
+        result = self._parse_request(sentence)
         failure = getattr(result, "failure", None)
         if getattr(result, "transient", False):
             parsed = Parsed(sentence, len(result.readings), None, None, result.error, failure)
@@ -365,8 +382,9 @@ class Transformer:
             parsed = Parsed(sentence, 0, None, None, result.error, failure)
         else:
             try:
-                chosen = select(result, self.select, sentence=sentence,
-                                generator=self.generator)
+                generator = None if self.generator is None else _Counted(
+                    self.generator, self.requests, "roundtrip")
+                chosen = select(result, self.select, sentence=sentence, generator=generator)
             except TransientFailure as exc:
                 parsed = Parsed(sentence, len(result.readings), None, None, exc.detail,
                                 exc.failure)
@@ -379,6 +397,31 @@ class Transformer:
         if not parsed.transient:  # a cut-short answer is tried again next time
             self._parses.put(sentence, parsed)
         return parsed
+
+    def _parse_request(self, sentence: str, kind: str = "parse") -> Any:
+        """The parser's result for *sentence*, counted in :attr:`requests`."""
+        parser = self._backend("parser")
+        hits = getattr(parser, "hits", 0)
+        result = parser.parse(sentence)
+        cached = getattr(parser, "hits", 0) > hits
+        self.requests[f"{kind}-cached" if cached else kind] += 1
+        return result
+
+    def realize(self, line: str) -> GenerationResult:
+        """ACE's realizations of one transformed MRS (*line*, as
+        :func:`~lit.mrs.mrs_for_generation` writes it), remembered: each
+        distinct MRS is sent to ACE once, whichever chains, specs and items
+        share it. Transient results (cut short) are not remembered.
+        """
+        self._require()
+        known = self._generations.fetch(line)
+        if known is not None:
+            return known
+        result = self._backend("generator").generate(line)
+        self.requests["generate"] += 1
+        if not getattr(result, "transient", False):
+            self._generations.put(line, result)
+        return result
 
     def transform(self, sentence_or_mrs: str | MRS, chain: str) -> Any:
         """Apply *chain* (``"f+i"``) to a sentence's selected reading or to an MRS.
@@ -587,48 +630,13 @@ class Transformer:
 
     def _run_chunks(self, chunks: Iterator[tuple[Any, dict[tuple[str, str], _Job]]]
                     ) -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
-        """Yield each ``(state, jobs)`` of *chunks* once all its jobs are done.
-
-        With a :attr:`prepare_map`, the prepare stage of all chunks streams
-        through it (the jobs of later chunks are prepared while earlier ones
-        are ranked here); the chunks are consumed only as fast as it asks.
-        """
+        """Yield each ``(state, jobs)`` of *chunks* once all its jobs are done."""
         if self.prepare_map is None:
             for state, jobs in chunks:
                 self._run_jobs(list(jobs.values()))
                 yield state, jobs
             return
-        built: deque[tuple[Any, dict[tuple[str, str], _Job], list[list[_Job]]]] = deque()
-
-        def source() -> Iterator[list[_Job]]:
-            # one work unit per sentence: a worker parses it once for all its chains
-            for state, jobs in chunks:
-                groups: dict[str, list[_Job]] = {}
-                for job in self._lookup(jobs.values()):
-                    groups.setdefault(job.sentence, []).append(job)
-                built.append((state, jobs, list(groups.values())))
-                yield from groups.values()
-
-        outcomes = iter(self.prepare_map(source()))
-        ahead: deque[Any] = deque()
-        try:
-            while True:
-                if not built:
-                    # pulling an outcome builds chunks until one has work to do
-                    outcome = next(outcomes, None)
-                    if outcome is None:
-                        return
-                    ahead.append(outcome)
-                    continue
-                state, jobs, groups = built.popleft()
-                for group in groups:
-                    absorb(group, ahead.popleft() if ahead else next(outcomes))
-                self._finish([job for group in groups for job in group])
-                yield state, jobs
-        finally:
-            close = getattr(outcomes, "close", None)
-            if close is not None:
-                close()
+        yield from _Schedule(self, chunks).run()
 
     def _finish(self, todo: list[_Job], *, remember: bool = True) -> None:
         """Score (one LM call), choose, verify and (*remember*) keep prepared jobs."""
@@ -649,45 +657,70 @@ class Transformer:
             if job.result is not None and job.result.status != "error":
                 self._jobs.put((job.sentence, job.chain), job.result)  # failures: next time
 
+    # the ACE-bound stage of one job, in steps: here in one go (_prepare), or
+    # spread over workers request by request (_Schedule)
+
     def _prepare(self, job: _Job) -> None:
-        from lit.rules import apply_chain
+        if self._check(job):
+            return
+        self._apply(job, self.parse(job.sentence, job.requested))
+        if job.line is not None:
+            self._realized(job, self.realize(job.line))
 
-        def done(status: str, reason: str, mrs: str | None = None) -> None:
-            job.result = SentenceResult(job.sentence, job.written, status, reason, mrs=mrs,
-                                        reading=job.reading, selection=job.selection)
+    def _done(self, job: _Job, status: str, reason: str, line: str | None = None) -> None:
+        job.result = SentenceResult(job.sentence, job.written, status, reason, mrs=line,
+                                    reading=job.reading, selection=job.selection)
 
+    def _check(self, job: _Job) -> bool:
+        """Settle a job whose sentence is not sent to ACE; ``True`` if settled."""
         if not job.sentence.strip():
-            return done("skipped", "invalid-input: empty sentence")
+            self._done(job, "skipped", "invalid-input: empty sentence")
+            return True
         words = len(job.sentence.split())
         if self.max_words is not None and words > self.max_words:
-            return done("skipped", f"no-parse: too long: {words} words > max_words "
-                                   f"{self.max_words} (not sent to ACE)")
-        parsed = self.parse(job.sentence, job.requested)
+            self._done(job, "skipped", f"no-parse: too long: {words} words > max_words "
+                                       f"{self.max_words} (not sent to ACE)")
+            return True
+        return False
+
+    def _apply(self, job: _Job, parsed: Parsed) -> None:
+        """Apply the job's chain to the selected reading: sets :attr:`_Job.line`
+        (what to realize), or settles the job."""
+        from lit.mrs import mrs_for_generation
+        from lit.rules import apply_chain
+
+        job.parsed = parsed
         job.reading, job.selection = parsed.selected, parsed.selection
         if parsed.mrs is None:
-            return done(parsed.status, parsed.reason or "no-parse: no reading")
+            return self._done(job, parsed.status, parsed.reason or "no-parse: no reading")
         applied = apply_chain(parsed.mrs, self.rules.parse_chain(job.chain), self.profile)
         if applied.mrs is None:
-            return done("skipped", f"inapplicable: {applied.reason}")
+            return self._done(job, "skipped", f"inapplicable: {applied.reason}")
         job.mrs = applied.mrs
-        text = simplemrs.encode(applied.mrs, lnk=False)
-        result = self._backend("generator").generate(applied.mrs)
+        job.line = mrs_for_generation(applied.mrs)
+
+    def _realized(self, job: _Job, result: GenerationResult) -> None:
+        """Take the realizations of the job's MRS: candidates to rank, or a settled job."""
+        assert job.mrs is not None and job.parsed is not None and job.parsed.mrs is not None
+        text = simplemrs.encode(job.mrs, lnk=False)
         if getattr(result, "transient", False):  # cut short: not all realizations
-            return done("error", f"{result.failure}: generation: {result.error}", text)
+            return self._done(job, "error", f"{result.failure}: generation: {result.error}",
+                              text)
         if result.error and not result.surfaces:
-            return done("error", f"error: generation failed: {result.error}", text)
+            return self._done(job, "error", f"error: generation failed: {result.error}", text)
         job.realizations = clean_realizations(result.surfaces, job.sentence)
         if not job.realizations.candidates:
             why = ("the grammar realizes nothing" if not job.realizations.total else
                    f"all {job.realizations.total} realizations had surface blemishes")
-            return done("skipped", f"no-realization: {why}", text)
+            job.realizations = None
+            return self._done(job, "skipped", f"no-realization: {why}", text)
         if self.verify:
-            job.expectation = Expectation.derive(parsed.mrs, applied.mrs)
+            job.expectation = Expectation.derive(job.parsed.mrs, job.mrs)
         elif self._voice_open() and not any(
                 r.phenomenon == "voice" for r in self.rules.parse_chain(job.chain)):
             # the grammar realizes an MRS without ICONS in either voice: keep the
             # original's (checked by re-parsing the chosen candidate)
-            job.expectation = Expectation.of_voice(applied.mrs)
+            job.expectation = Expectation.of_voice(job.mrs)
 
     def _choose(self, job: _Job, choice: Choice) -> None:
         text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
@@ -727,7 +760,7 @@ class Transformer:
     def _verified(self, sentence: str, expectation: Expectation) -> bool:
         from lit.mrs import decode_mrs, strip_lnk
 
-        result = self._backend("parser").parse(sentence)
+        result = self._parse_request(sentence, "verify")
         for reading in result.readings:
             try:
                 m = strip_lnk(decode_mrs(reading.mrs))
@@ -739,6 +772,156 @@ class Transformer:
             raise TransientFailure(result.failure, f"re-parse of {sentence!r}: {result.error}")
         logger.debug("--verify: %r lacks %s", sentence, expectation.describe())
         return False
+
+
+class _Counted:
+    """A generator whose requests are counted in *counter* under *kind*."""
+
+    def __init__(self, generator: Generator, counter: Counter[str], kind: str) -> None:
+        self.generator, self.counter, self.kind = generator, counter, kind
+
+    def generate(self, m: MRS | str) -> GenerationResult:
+        self.counter[self.kind] += 1
+        return self.generator.generate(m)
+
+
+@dataclass
+class _Chunk:
+    state: Any
+    jobs: dict[tuple[str, str], _Job]
+    todo: list[_Job]
+    open: int = 0  # jobs not yet prepared
+
+
+class _Schedule:
+    """The ACE-bound stage of chunks of jobs, spread over a transformer's
+    ``prepare_map`` request by request.
+
+    A parse unit goes out for each distinct sentence whose parse is not
+    known; when its parse comes back, the chains of its jobs are applied
+    here, and a generation unit goes out for each distinct transformed MRS
+    not realized before or already on its way. Chunks come back in input
+    order once all their jobs are prepared, and are ranked then. At most
+    :attr:`AHEAD` chunks are read ahead of the one being finished.
+    """
+
+    AHEAD = 2
+
+    def __init__(self, transformer: Transformer,
+                 chunks: Iterator[tuple[Any, dict[tuple[str, str], _Job]]]) -> None:
+        self.t = transformer
+        self.chunks = chunks
+        self.exhausted = False
+        self.built: deque[_Chunk] = deque()
+        self.parses: deque[tuple[str, str]] = deque()       # units to hand out
+        self.generations: deque[tuple[str, str]] = deque()  # (before parses: they finish items)
+        self.waiting: dict[tuple[str, str], list[_Job]] = {}  # unit -> jobs it settles
+        self.owner: dict[int, _Chunk] = {}
+
+    def run(self) -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
+        assert self.t.prepare_map is not None
+        outcomes = iter(self.t.prepare_map(self._units()))
+        ended = False
+        try:
+            while True:
+                while self.built and self.built[0].open == 0:
+                    chunk = self.built.popleft()
+                    self.t._finish(chunk.todo)
+                    yield chunk.state, chunk.jobs
+                if ended or (self.exhausted and not self.built):
+                    if self.built:
+                        raise RuntimeError("the work units ended before the jobs were done")
+                    return
+                outcome = next(outcomes, None)
+                if outcome is None:
+                    ended = True
+                elif outcome is not WAIT:
+                    self._absorb(outcome)
+        finally:
+            close = getattr(outcomes, "close", None)
+            if close is not None:
+                close()
+
+    def _units(self) -> Iterator[Any]:
+        while True:
+            if self.generations or self.parses:
+                yield (self.generations or self.parses).popleft()
+            elif not self.exhausted and len(self.built) < self.AHEAD:
+                try:
+                    state, jobs = next(self.chunks)
+                except StopIteration:
+                    self.exhausted = True
+                    continue
+                self._admit(state, jobs)
+                if not (self.generations or self.parses):
+                    yield WAIT  # nothing to send: let the consumer finish the chunk
+            elif self.exhausted and not self.waiting:
+                return
+            else:
+                yield WAIT
+
+    def _admit(self, state: Any, jobs: dict[tuple[str, str], _Job]) -> None:
+        chunk = _Chunk(state, jobs, self.t._lookup(jobs.values()))
+        self.built.append(chunk)
+        for job in chunk.todo:
+            chunk.open += 1
+            self.owner[id(job)] = chunk
+        for job in chunk.todo:
+            if self.t._check(job):
+                self._settled(job)
+                continue
+            parsed = self.t._parses.fetch(job.sentence)
+            if parsed is not None:
+                self._parsed(job, parsed)
+            else:
+                self._wait(("parse", job.sentence), job, self.parses)
+
+    def _wait(self, unit: tuple[str, str], job: _Job, queue: deque[tuple[str, str]]) -> None:
+        jobs = self.waiting.get(unit)
+        if jobs is None:
+            self.waiting[unit] = jobs = []
+            queue.append(unit)
+        jobs.append(job)
+
+    def _parsed(self, job: _Job, parsed: Parsed) -> None:
+        self.t._apply(job, parsed)
+        if job.line is None:
+            return self._settled(job)
+        known = self.t._generations.fetch(job.line)
+        if known is not None:
+            self.t._realized(job, known)
+            return self._settled(job)
+        self._wait(("generate", job.line), job, self.generations)
+
+    def _settled(self, job: _Job) -> None:
+        self.owner.pop(id(job)).open -= 1
+
+    def _absorb(self, outcome: Any) -> None:
+        from lit.workers import parsed_from_wire
+
+        unit = outcome.item
+        jobs = self.waiting.pop(unit)
+        if not outcome.ok:
+            for job in jobs:
+                self.t._done(job, "error", f"error: {outcome.error}")
+                self._settled(job)
+            return
+        kind, value, spent = outcome.value
+        if kind == "ACEError":
+            raise ACEError(value)
+        self.t.requests.update(spent)
+        if kind == "parse":
+            parsed = parsed_from_wire(value)
+            if not parsed.transient:  # a cut-short answer is tried again next time
+                self.t._parses.put(unit[1], parsed)
+            for job in jobs:
+                self._parsed(job, parsed)
+            return
+        if not getattr(value, "transient", False):
+            self.t._generations.put(unit[1], value)
+        for job in jobs:
+            self.t._realized(job, value)
+            self._settled(job)
 
 
 # -- items -------------------------------------------------------------------

@@ -105,6 +105,7 @@ def ordered_map(
     timeout: float | None = None,
     address: str | None = None,
     num_cpus: float = 1,
+    ordered: bool = True,
 ) -> Iterator[Outcome[R]]:
     """Like :func:`lit.engine.ordered_map`, with Ray actors as the workers.
 
@@ -121,6 +122,8 @@ def ordered_map(
         address: Ray cluster to connect to (default: start a local instance,
             unless Ray is already initialized)
         num_cpus: CPUs Ray reserves for each actor (ACE is single-threaded)
+        ordered: ``False`` yields outcomes as they finish (see
+            :func:`lit.engine.ordered_map`)
 
     Yields:
         :class:`~lit.engine.Outcome` objects, one per input item, in input order.
@@ -148,7 +151,7 @@ def ordered_map(
         pool = _RayPool(ray, fn, init, initargs, workers=n, prefetch=max(1, prefetch),
                         timeout=timeout, num_cpus=num_cpus)
         try:
-            yield from pool.map(items, max_pending or 4 * n)
+            yield from pool.map(items, max_pending or 4 * n, ordered)
         finally:
             pool.close()
     finally:
@@ -188,8 +191,9 @@ class _RayPool:
             self.ray.kill(s.actor)
         self.slots = []
 
-    def map(self, items: Iterable[Any], max_pending: int) -> Iterator[Outcome[Any]]:
-        yield from _ordered_window(items, max_pending, self._dispatch, self._collect)
+    def map(self, items: Iterable[Any], max_pending: int, ordered: bool = True
+            ) -> Iterator[Outcome[Any]]:
+        yield from _ordered_window(items, max_pending, self._dispatch, self._collect, ordered)
 
     def _dispatch(self, backlog: deque[int], pending: dict[int, Any]) -> None:
         while backlog:

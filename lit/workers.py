@@ -1,31 +1,39 @@
 """Worker processes: the ACE-bound stage of a run, in other processes.
 
-``lit transform -j N`` (and ``--engine ray``) run the parse, apply and
-generate stage of each sentence in a worker that owns its own ACE processes
-(:func:`open_worker`, :func:`prepare_jobs`); the main process absorbs the
-results (:func:`absorb`), ranks with the LM and writes the records in input
-order. :func:`worker_map` builds the map function a
+``lit transform -j N`` (and ``--engine ray``) hand ACE's work to workers
+that own their own ACE processes (:func:`open_worker`), one request at a
+time (:func:`run_unit`): a *parse unit* parses a sentence and selects its
+reading; a *generation unit* realizes one distinct transformed MRS. The
+main process applies the chains (cheap, pure), sends each distinct MRS to
+be realized once, however many chains, specs and items share it, ranks
+with the LM and writes the records in input order. Spreading the work per
+request, not per item, keeps both workers busy while one sentence has many
+chains to realize. :func:`worker_map` builds the map function a
 :class:`~lit.pipeline.Transformer` takes as ``prepare_map``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from delphin.codecs import simplemrs
 
 from lit.errors import ACEError
-from lit.records import SentenceResult
+from lit.records import Parsed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lit.pipeline import Transformer, _Job
+    from lit.pipeline import Transformer
 
-__all__ = ["ENGINES", "open_worker", "prepare_jobs", "absorb", "worker_map"]
+__all__ = ["ENGINES", "UNITS", "open_worker", "run_unit", "parsed_to_wire", "parsed_from_wire",
+           "worker_map"]
 
 #: where workers run: processes on this machine, or actors on a Ray cluster
 ENGINES = ("local", "ray")
+
+#: the kinds of work unit: ``("parse", sentence)``, ``("generate", SimpleMRS line)``
+UNITS = ("parse", "generate")
 
 
 def open_worker(options: Mapping[str, Any]) -> Transformer:
@@ -47,42 +55,46 @@ def open_worker(options: Mapping[str, Any]) -> Transformer:
     return Transformer(**kwargs).open()
 
 
-def prepare_jobs(transformer: Transformer, jobs: Sequence[_Job]) -> Any:
-    """Run the ACE-bound stage (parse, apply chain, generate) of *jobs*.
+def run_unit(transformer: Transformer, unit: tuple[str, str]) -> Any:
+    """Do one unit of ACE work in a worker; picklable results.
 
-    The jobs share one sentence, which is parsed once. Returns, for each
-    job, what :meth:`Transformer._run_chunks` needs back, picklable (the MRS
-    as SimpleMRS text). An :class:`~lit.errors.ACEError` (ACE cannot run at
-    all, e.g. a bad image) is returned as ``("ACEError", message)`` and
-    raised again by the main process, so the run stops instead of turning
-    every item into an error record.
+    ``("parse", sentence)`` returns ``("parse", wire, requests)`` with the
+    :class:`~lit.records.Parsed` as :func:`parsed_to_wire`;
+    ``("generate", mrs)`` returns ``("generate", GenerationResult,
+    requests)``. *requests* counts the ACE requests the unit made
+    (:attr:`Transformer.requests`). An :class:`~lit.errors.ACEError` (ACE
+    cannot run at all, e.g. a bad image) is returned as ``("ACEError",
+    message, {})`` and raised again by the main process, so the run stops
+    instead of turning every item into an error record.
     """
-    out: list[Any] = []
-    for job in jobs:
-        try:
-            transformer._prepare(job)
-        except ACEError as exc:
-            return "ACEError", str(exc)
-        text = None if job.mrs is None else simplemrs.encode(job.mrs, lnk=False)
-        out.append((job.result, job.realizations, job.expectation, text, job.reading,
-                    job.selection))
-    return out
+    kind, payload = unit
+    before = dict(transformer.requests)
+    try:
+        if kind == "parse":
+            value: Any = parsed_to_wire(transformer.parse(payload))
+        elif kind == "generate":
+            value = transformer.realize(payload)
+        else:
+            raise ValueError(f"unknown work unit {kind!r}; expected one of {UNITS}")
+    except ACEError as exc:
+        return "ACEError", str(exc), {}
+    spent = {k: n - before.get(k, 0) for k, n in transformer.requests.items()
+             if n != before.get(k, 0)}
+    return kind, value, spent
 
 
-def absorb(jobs: Sequence[_Job], outcome: Any) -> None:
-    """Copy a worker's :func:`prepare_jobs` result (an Outcome) into *jobs*."""
-    if not outcome.ok:
-        for job in jobs:
-            job.result = SentenceResult(job.sentence, job.written, "error",
-                                        f"error: {outcome.error}")
-        return
-    if isinstance(outcome.value, tuple) and outcome.value[0] == "ACEError":
-        raise ACEError(outcome.value[1])
-    for job, (result, realizations, expectation, text, reading, selection) in zip(
-            jobs, outcome.value, strict=True):
-        job.result, job.realizations, job.expectation = result, realizations, expectation
-        job.reading, job.selection = reading, selection
-        job.mrs = None if text is None else simplemrs.decode(text)
+def parsed_to_wire(parsed: Parsed) -> tuple[Any, ...]:
+    """*parsed* as picklable plain data (the MRS as SimpleMRS)."""
+    text = None if parsed.mrs is None else simplemrs.encode(parsed.mrs, lnk=False)
+    return (parsed.sentence, parsed.readings, parsed.selected, text, parsed.error,
+            parsed.failure, parsed.selection)
+
+
+def parsed_from_wire(wire: tuple[Any, ...]) -> Parsed:
+    """The :class:`~lit.records.Parsed` of :func:`parsed_to_wire`."""
+    sentence, readings, selected, text, error, failure, selection = wire
+    m = None if text is None else simplemrs.decode(text)
+    return Parsed(sentence, readings, selected, m, error, failure, selection)
 
 
 def worker_map(
@@ -120,5 +132,9 @@ def worker_map(
             return None
     else:
         raise ValueError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
-    return partial(backend.ordered_map, prepare_jobs, workers=workers, init=open_worker,
-                   initargs=(dict(options),), **extra)
+    # units are small and many, and the pipeline puts their results in order
+    # itself: outcomes come as they finish and a worker takes a unit only when
+    # it is free, so a long unit holds back nothing but itself
+    return partial(backend.ordered_map, run_unit, workers=workers, init=open_worker,
+                   initargs=(dict(options),), max_pending=8 * (workers or 2), prefetch=1,
+                   ordered=False, **extra)

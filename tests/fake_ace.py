@@ -15,11 +15,15 @@ Usage (as lit/PyDelphin call ACE)::
 
     fake_ace.py -V                                   # "ACE version 0.9.34"
     fake_ace.py -g IMAGE [-n N] --tsdb-notes --tsdb-stdout --report-labels
-    fake_ace.py -g IMAGE -e --tsdb-notes --tsdb-stdout --report-labels
+    fake_ace.py -g IMAGE -e --tsdb-notes [--tsdb-stdout --report-labels]
 
 ``--timeout``, ``--max-chart-megabytes``, ``--max-unpack-megabytes`` and
 ACE's other common options are accepted (and ignored); an unknown option
-is an error, as with ACE. Only the ``--tsdb-stdout`` protocol is spoken.
+is an error, as with ACE. Parsing speaks the ``--tsdb-stdout`` protocol;
+generation speaks it too, or, without ``--tsdb-stdout``, ACE's plain
+protocol (as lit uses it): one realization per line, then ACE's ``NOTE:
+tsdb parse: ...`` line (with ``(:error . "...")`` on a timeout) and a blank
+line, as ACE 0.9.30 prints them.
 
 The "grammar image" is a small JSON file (write it with
 ``tests/fake_ace_support.py``)::
@@ -296,6 +300,11 @@ def _generate_answer(surfaces: list[str]) -> str:
             "(:treal . 1) (:tcpu . 1) (:others . 0)\n\n\n")
 
 
+def _generate_plain(surfaces: list[str], error: str | None = None) -> str:
+    note = "NOTE: tsdb parse:  (:total . 1) (:treal . 1) (:tcpu . 1) (:others . 0)"
+    return "".join(s + "\n" for s in surfaces) + note + (f" {error}" if error else "") + "\n\n"
+
+
 def _slowness(line: str, mode: str, timeout: float | None) -> bool:
     """Sleep as a slow item would; ``True`` if ACE's --timeout would cut it."""
     seconds = os.environ.get("FAKE_ACE_SLOW")
@@ -358,10 +367,11 @@ def main(argv: list[str]) -> int:
     if "-g" not in opts:
         _die("ace: no grammar image given; use -g IMAGE", 1)
     flags: set[str] = opts["flags"]  # type: ignore[assignment]
-    if "--tsdb-stdout" not in flags:
-        _die("fake-ace: only the --tsdb-stdout protocol is implemented", 1)
-    image = _load_image(str(opts["-g"]))
     generate = "-e" in flags
+    plain = "--tsdb-stdout" not in flags
+    if plain and not generate:
+        _die("fake-ace: parsing speaks only the --tsdb-stdout protocol", 1)
+    image = _load_image(str(opts["-g"]))
     n = int(str(opts["-n"])) if "-n" in opts else (1 if "-1" in flags else None)
     timeout = float(str(opts["--timeout"])) if "--timeout" in opts else None
     _log("start", argv=argv, mode="generate" if generate else "parse")
@@ -400,15 +410,19 @@ def main(argv: list[str]) -> int:
         elif _slowness(line, "generate" if generate else "parse", timeout):
             if generate:
                 surfaces = replay.realizations(line)
-                answer = _generate_answer(surfaces[: len(surfaces) // 2])
+                half = surfaces[: len(surfaces) // 2]
+                answer = (_generate_plain(half, _TIMEOUT_ERROR) if plain
+                          else _generate_answer(half))
             else:
                 answer = _parse_answer(line, [], "--report-labels" in flags)
-            out.write(answer.rstrip("\n") + " " + _TIMEOUT_ERROR + "\n\n\n")
+            if not plain:
+                answer = answer.rstrip("\n") + " " + _TIMEOUT_ERROR + "\n\n\n"
+            out.write(answer)
             sys.stderr.write("NOTE: cancelling, taking too long\nNOTE: out of time while "
                              "unpacking\n")
         elif generate:
             surfaces = replay.realizations(line)
-            out.write(_generate_answer(surfaces))
+            out.write(_generate_plain(surfaces) if plain else _generate_answer(surfaces))
             sys.stderr.write("NOTE: 0 passive, 0 active edges in final generation chart; "
                              f"built 0 passives total. [{len(surfaces)} results]\n")
         else:

@@ -21,23 +21,46 @@ def test_throughput_runs_against_fake_ace(tmp_path):
     ace, image = fake_ace(tmp_path / "fake")
     proc = subprocess.run(
         [sys.executable, str(BENCH / "throughput.py"), "--ace", str(ace), "--image", str(image),
-         "--input", str(snli_sample_path()), "-n", "3", "--specs", "f;p,m;o", "--workers", "2",
-         "--lm", "none", "--baseline-n", "3"],
+         "--input", str(snli_sample_path()), "-n", "3", "--specs", "f,p,p+-prog,m",
+         "--workers", "2", "--imitation-n", "2", "--original-wall", "100",
+         "--original-pairs", "5", "--keep", str(tmp_path / "bench")],
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "not a real ACE" in out and "meaningless" in out
-    for label in ("sentences/s", "lit / floor", "baseline / lit", "peak RSS"):
+    for label in ("sentences/s", "lit / floor", "speed-up", "peak RSS", "realized",
+                  "minimal:", "NOT the original code", "original / lit"):
         assert label in out
-    assert "records matching lit: 6/6" in out  # the baseline computes the same records
+    assert "identical   yes" in out
+    sentences = (tmp_path / "bench" / "sentences.txt").read_text(encoding="utf-8").splitlines()
+    assert len(sentences) == 3 and len(set(sentences)) == 3
+
+
+def test_throughput_counts_requests_and_the_minimal_set(tmp_path):
+    ace, image = fake_ace(tmp_path / "fake")
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "throughput.py"), "--ace", str(ace), "--image", str(image),
+         "--input", str(snli_sample_path()), "-n", "2", "--specs", "p,p+-prog", "--repeat", "0",
+         "--json"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["identical_outputs"] is True
+    assert result["requests"]["parse"] == 2
+    # p and p+-prog give the same MRS when the sentence is not progressive: it is
+    # realized once, and the floor replays exactly the distinct MRSs
+    assert result["realized_pairs"] == 2  # the one sentence fake-ace selects a reading of
+    assert result["requests"]["generate"] == 1
+    assert result["floor_requests"] == {"parse": 2, "generate": 1}
 
 
 def test_throughput_help_documents_usage():
     proc = subprocess.run([sys.executable, str(BENCH / "throughput.py"), "--help"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0
-    assert "floor" in proc.stdout and "baseline" in proc.stdout and "--ace" in proc.stdout
+    assert "floor" in proc.stdout and "imitation" in proc.stdout and "--ace" in proc.stdout
 
 
 def test_rerank_benchmark_on_a_tiny_local_model(tmp_path):

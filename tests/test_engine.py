@@ -237,9 +237,10 @@ def items():
 if __name__ == "__main__":
     try:
         for o in ordered_map(_work, items(), workers=2, init=_init, initargs=({markers!r},)):
-            print(o.value[1], flush=True)
+            sys.stdout.write(f"{{o.value[1]}}\\n")  # one write: Ctrl-C cannot split the line
+            sys.stdout.flush()
     except KeyboardInterrupt:
-        print("interrupted", flush=True)
+        print("\\ninterrupted", flush=True)
         sys.exit(130)
 """
 
@@ -351,7 +352,7 @@ def test_pipeline_with_workers_reads_input_lazily(tmp_path):
     from fake_ace_support import fake_ace_env
 
     from lit.pipeline import Transformer
-    from lit.workers import open_worker, prepare_jobs
+    from lit.workers import open_worker, run_unit
 
     with open(snli_sample_path(), encoding="utf-8") as f:
         rows = [_json.loads(next(f)) for _ in range(30)]
@@ -367,7 +368,7 @@ def test_pipeline_with_workers_reads_input_lazily(tmp_path):
     env.update(fake_ace_env(tmp_path / "fake"))
     options = {"grammar": "erg-1214", "env": env, "home": str(tmp_path / "home"),
                "chunk_size": 16}
-    prepare_map = functools.partial(ordered_map, prepare_jobs, workers=2, init=open_worker,
+    prepare_map = functools.partial(ordered_map, run_unit, workers=2, init=open_worker,
                                     initargs=(options,))
     with Transformer(**options, prepare_map=prepare_map) as t:
         records = t.transform_pairs(huge(), "f;p,m;o")
@@ -401,3 +402,41 @@ def test_main_process_starts_no_idle_ace_with_workers(tmp_path):
         starts[workers] = peak_processes(log)
     assert starts["1"] == {"generate": 1, "parse": 1}
     assert starts["2"] == {"generate": 2, "parse": 2}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_input_may_wait_for_its_own_outcomes(workers):
+    """An input whose later items depend on earlier outcomes yields WAIT until
+    they are in; the map then passes WAIT on when nothing is in flight."""
+    from lit.engine import WAIT
+
+    seen: list[int] = []
+
+    def items():
+        yield from range(3)
+        while len(seen) < 3:  # the next items are known only from the results
+            yield WAIT
+        yield from (10 * x for x in seen)
+
+    values = []
+    for outcome in ordered_map(_square, items(), workers=workers):
+        if outcome is WAIT:
+            continue
+        values.append(outcome.value)
+        if len(seen) < 3:
+            seen.append(outcome.value)
+    assert values == [0, 1, 4, 0, 100, 1600]
+
+
+def _nap(state: None, x: float) -> float:
+    time.sleep(x)
+    return x
+
+
+def test_unordered_outcomes_come_as_they_finish():
+    """``ordered=False``: a long item holds back only itself."""
+    outcomes = list(ordered_map(_nap, [3.0, 0, 0, 0, 0, 0], workers=2, prefetch=1,
+                                ordered=False))
+    assert sorted(o.index for o in outcomes) == list(range(6))
+    assert outcomes[-1].index == 0  # the others finished on the second worker meanwhile
+    assert all(o.ok and o.value == o.item for o in outcomes)

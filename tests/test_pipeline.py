@@ -406,3 +406,19 @@ def test_transformer_env_mapping_wins_over_the_environment(lit_home, tmp_path):
         assert t.home == tmp_path / "other-home"
         assert t.grammar is not None and str(t.grammar.image) == env["LIT_GRAMMAR_ERG_1214"]
         assert t.grammar.source == "env"
+
+
+def test_each_distinct_transformed_mrs_is_realized_once():
+    """``p`` and ``p+-perf`` give the same MRS on a sentence that is not in the
+    perfect (the ``-perf`` target holds): ACE realizes it once."""
+    gen = ReplayGenerator()
+    sentence = "Two women are embracing while holding to go packages."
+    with replay_transformer(generator=gen) as t:
+        t.parse(sentence)
+        before = gen.calls
+        a = t.transform_sentence(sentence, "p")
+        b = t.transform_sentence(sentence, "p+-perf")
+    assert a.status == "ok" and b.status == "ok"
+    assert a.mrs == b.mrs and a.candidates == b.candidates
+    assert gen.calls - before == 1
+    assert t.requests["generate"] == 1

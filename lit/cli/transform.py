@@ -248,7 +248,8 @@ def transform_command(
         out.close()
     summary = rep.to_dict()
     summary.update(input=hf or input or "-", rules=rules, grammar=resolved.profile.name,
-                   lm=None if reranker is None else lm, verify=verify)
+                   lm=None if reranker is None else lm, verify=verify,
+                   ace_requests=dict(sorted(transformer.requests.items())))
     if report is not None:
         try:
             report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
@@ -256,6 +257,9 @@ def transform_command(
             raise LitError(f"cannot write report {report}: {exc.strerror}") from exc
     if not quiet:
         typer.echo(rep.summary(), err=True)
+        if transformer.requests:
+            typer.echo("ACE requests: " + ", ".join(
+                f"{n} {kind}" for kind, n in sorted(transformer.requests.items())), err=True)
 
 
 class _NoBar:
