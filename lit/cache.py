@@ -22,7 +22,11 @@ gaps; input that cannot be parsed (an empty sentence). Transient failures
 (:data:`lit.interface.TRANSIENT_FAILURES`: a time limit or watchdog, a
 memory limit, a crash, unreadable output) depend on the load of the machine
 and are *not* cached, so the next run tries again; unclassified errors are
-not cached either. An entry written under load is thus the same as one
+not cached either. Next to a parse, :class:`~lit.pipeline.Transformer`
+stores the reading selection made from it (:func:`lit.parse.select`, keyed
+by the parse's key and the method), so a cached sentence costs no round-trip
+generation either; a selection cut short by a limit is not stored. An entry
+written under load is thus the same as one
 written on an idle machine. The readings themselves do not depend on what an
 ACE process parsed before (:class:`lit.ace.AceParser` starts a fresh process
 per sentence). Files of an earlier schema are purged when opened. The policy

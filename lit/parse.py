@@ -15,7 +15,9 @@ ACE's order says nothing about plausibility. Three methods exist:
     common word read as a name: "A" in "A cat sleeps."), then fewest
     ``named``, ``unknown`` and ``compound`` EPs, then ACE's order; the first
     that round-trips is selected, so only as many readings are generated
-    from as it takes.
+    from as it takes: at most one generation per distinct candidate MRS
+    (readings that differ only in their derivation share one), at most
+    ``-n`` per sentence.
 ``roundtrip``
     the first candidate reading (in ACE's order) that round-trips;
 ``first``
@@ -46,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from delphin.mrs import MRS
 
 from lit.interface import TransientFailure
-from lit.mrs import decode_mrs, index_ep, is_verbal, strip_lnk
+from lit.mrs import decode_mrs, index_ep, is_verbal, mrs_for_generation, strip_lnk
 
 if TYPE_CHECKING:  # pragma: no cover
     from lit.interface import Generator, ParseResult
@@ -238,7 +240,13 @@ def select(
         cost = structure(m, sentence) if method == "ranked" else (0, 0)
         order.append((cost, i, m))
     order.sort(key=lambda entry: (entry[0], entry[1]))
+    tried: dict[str, int] = {}  # readings with the same MRS regenerate the same
     for cost, i, m in order:
+        line = mrs_for_generation(strip_lnk(m))
+        if line in tried:
+            notes[i] = f"the same MRS as reading {tried[line]}: does not regenerate the sentence"
+            continue
+        tried[line] = i
         if roundtrips(m, sentence, generator):
             notes[i] = "round-trips"
             if method == "roundtrip":
@@ -251,7 +259,7 @@ def select(
                              tuple(notes))
         notes[i] = "does not regenerate the sentence"
     reason = (f"none of the {n} readings is a full-clause reading that regenerates the "
-              f"sentence ({len(order)} candidates tried)")
+              f"sentence ({len(order)} candidates, {len(tried)} distinct MRSs tried)")
     return Selection(None, method, reason, tuple(notes))
 
 

@@ -360,7 +360,6 @@ class Transformer:
         """
         self._require()
         from lit.mrs import decode_mrs, strip_lnk
-        from lit.parse import select
 
         if reading is not None:
             result = self._parse_request(sentence)
@@ -382,9 +381,7 @@ class Transformer:
             parsed = Parsed(sentence, 0, None, None, result.error, failure)
         else:
             try:
-                generator = None if self.generator is None else _Counted(
-                    self.generator, self.requests, "roundtrip")
-                chosen = select(result, self.select, sentence=sentence, generator=generator)
+                chosen = self._select(sentence, result)
             except TransientFailure as exc:
                 parsed = Parsed(sentence, len(result.readings), None, None, exc.detail,
                                 exc.failure)
@@ -397,6 +394,30 @@ class Transformer:
         if not parsed.transient:  # a cut-short answer is tried again next time
             self._parses.put(sentence, parsed)
         return parsed
+
+    def _select(self, sentence: str, result: Any) -> Any:
+        """:func:`lit.parse.select` on *result*, remembered in the parse cache
+        (if any) next to the parse, so a cached sentence costs no round trip."""
+        from lit.parse import Selection, select
+
+        parser = self.parser
+        key = getattr(parser, "key", None)
+        cache = getattr(parser, "cache", None)
+        if key is not None and cache is not None:
+            from lit.cache import canonical_options
+
+            key = dataclasses.replace(key, options=canonical_options(
+                {"parse": key.options, "select": self.select}))
+            known = cache.get(key, sentence)
+            if known is not None:
+                return Selection(known["index"], known["method"], known["reason"],
+                                 tuple(known["notes"]))
+        generator = None if self.generator is None else _Counted(
+            self.generator, self.requests, "roundtrip")
+        chosen = select(result, self.select, sentence=sentence, generator=generator)
+        if key is not None and cache is not None:  # an answer (transient ones raise)
+            cache.put(key, sentence, chosen.to_dict())
+        return chosen
 
     def _parse_request(self, sentence: str, kind: str = "parse") -> Any:
         """The parser's result for *sentence*, counted in :attr:`requests`."""

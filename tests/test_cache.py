@@ -397,3 +397,26 @@ def test_cli_default_cache_location(tmp_path, monkeypatch):
     finally:
         logging.getLogger("lit").removeHandler(handler)
     assert any("parse cache off" in r.getMessage() for r in records)
+
+
+def test_a_cached_sentence_costs_no_round_trip(tmp_path):
+    """The selection is cached next to the parse: the second run neither
+    parses nor regenerates the sentence to select its reading, and selects
+    the same reading for the same reason."""
+    from fake_ace_support import fake_ace_env
+
+    from lit.pipeline import Transformer
+
+    env = dict(os.environ, **fake_ace_env(tmp_path / "fake"))
+    sentence = "Two women are embracing while holding to go packages."
+    runs = []
+    for _ in range(2):
+        with ParseCache(tmp_path / "cache.sqlite") as cache, Transformer(
+                "erg-1214", env=env, home=tmp_path / "home", cache=cache,
+                select="roundtrip", reranker=None) as t:
+            runs.append((t.transform_sentence(sentence, "f"), dict(t.requests)))
+    (first, asked), (second, again) = runs
+    assert first.status == "ok" and asked["roundtrip"] >= 1 and asked["parse"] == 1
+    assert again.get("roundtrip", 0) == 0 and again.get("parse", 0) == 0
+    assert again["parse-cached"] == 1
+    assert second.to_dict() == first.to_dict()

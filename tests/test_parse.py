@@ -321,3 +321,16 @@ def test_readings_with_words_the_grammar_does_not_know_are_not_tried():
     sel = select([m], "ranked", sentence="Kids cartwheel.", generator=Gen())
     assert sel.index is None and not calls
     assert "_cartwheel/nn_u_unknown" in sel.notes[0]  # PyDelphin lower-cases predicates
+
+
+def test_readings_with_the_same_mrs_are_regenerated_once():
+    """Readings that differ only in their derivation (the same MRS, as ACE
+    returns them without a ranking model) cost one generation, not one each."""
+    gen = _Gen({})  # nothing round-trips
+    result = ParseResult("Dogs bark.", (Reading(DOGS_BARK, "d1"), Reading(DOGS_BARK, "d2"),
+                                        Reading(DOGS_BARK, "d3")))
+    chosen = select(result, "ranked", generator=gen)
+    assert chosen.index is None and gen.calls == 1
+    assert chosen.notes[1] == chosen.notes[2] == (
+        "the same MRS as reading 0: does not regenerate the sentence")
+    assert "3 candidates, 1 distinct MRSs tried" in chosen.reason
