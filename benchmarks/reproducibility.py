@@ -14,8 +14,9 @@ Records must be identical, except records whose ``status`` is ``error`` with
 a transient reason (``timeout``, ``resource``, ``crash``), which may appear
 under load; the script counts them and checks that none was cached. Then
 ``--repeat`` runs each of ``-j 1``, ``-j 2`` and ``--engine ray`` on the first
-``--sentences`` distinct premises with single-sentence chains and checks that
-all outputs are byte-identical.
+``--sentences`` pairs with the same specs (or, with ``--chains``, on the first
+``--sentences`` distinct premises with those single-sentence chains) and
+checks that all outputs are byte-identical.
 
 It prints one line per check and exits 1 if any fails.
 
@@ -109,8 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input", required=True, type=Path)
     ap.add_argument("-n", type=int, default=60, help="pairs for the idle/load/ray/cache check")
     ap.add_argument("--specs", default="f;p+i,m;o,i;i")
-    ap.add_argument("--sentences", type=int, default=30, help="sentences for the repeat check")
-    ap.add_argument("--chains", default="f,p+i,m,i", help="chains for the repeat check")
+    ap.add_argument("--sentences", type=int, default=30,
+                    help="items for the repeat check: the first N pairs (with --specs), "
+                         "or with --chains the first N distinct premises")
+    ap.add_argument("--chains", default=None,
+                    help="repeat with these single-sentence chains on sentences instead")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-ray", action="store_true", help="skip the Ray runs")
     opts = ap.parse_args(argv)
@@ -151,8 +155,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'ok  ' if not bad else 'FAIL'} {name} cache: {bad} transient entries")
         ok &= not bad
 
-    single = ["-g", opts.grammar, "-r", opts.chains, "--lm", "none", "--no-cache",
-              "-f", "text", str(text)]
+    if opts.chains:
+        single = ["-g", opts.grammar, "-r", opts.chains, "--lm", "none", "--no-cache",
+                  "-f", "text", str(text)]
+    else:
+        few = tmp / "pairs-repeat.jsonl"
+        few.write_text("\n".join(lines[: opts.sentences]) + "\n", encoding="utf-8")
+        single = [*base, "--no-cache", str(few)]
     engines = [["-j", "1"], ["-j", "2"]] + ([] if opts.no_ray else [["--engine", "ray", "-j", "2"]])
     outputs: dict[str, list[bytes]] = {}
     for engine in engines:
