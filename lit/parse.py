@@ -16,8 +16,12 @@ ACE's order says nothing about plausibility. Three methods exist:
     ``named``, ``unknown`` and ``compound`` EPs, then ACE's order; the first
     that round-trips is selected, so only as many readings are generated
     from as it takes: at most one generation per distinct candidate MRS
-    (readings that differ only in their derivation share one), at most
-    ``-n`` per sentence.
+    (readings that differ only in their derivation share one), and at most
+    :data:`MAX_ROUNDTRIPS` (6) per sentence: a reading further down is not
+    tried. On the recorded real ERG 1214 and 2018 output (300 sentences
+    each), the selected reading is always among the first 6 distinct
+    candidates in structural order, while a long ambiguous sentence none of
+    whose readings regenerates it costs a second or more per generation.
 ``roundtrip``
     the first candidate reading (in ACE's order) that round-trips;
 ``first``
@@ -54,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lit.interface import Generator, ParseResult
 
 __all__ = [
+    "MAX_ROUNDTRIPS",
     "SelectMethod",
     "SELECT_METHODS",
     "Selection",
@@ -73,6 +78,9 @@ SelectMethod = Literal["ranked", "roundtrip", "first"]
 SELECT_METHODS: tuple[str, ...] = ("ranked", "roundtrip", "first")
 #: the default selection method
 DEFAULT_SELECT = "ranked"
+#: at most this many distinct candidate MRSs are regenerated to select a reading
+#: (in structural order): a bound on what selection costs per sentence
+MAX_ROUNDTRIPS = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +198,7 @@ def select(
     *,
     sentence: str | None = None,
     generator: Generator | None = None,
+    limit: int | None = MAX_ROUNDTRIPS,
 ) -> Selection:
     """Select a reading of *result* (see the module notes) and say why.
 
@@ -200,6 +209,8 @@ def select(
         sentence: the parsed sentence (default: ``result.sentence``)
         generator: realizes readings for the round trip; generation stops
             at the first reading that round-trips
+        limit: ``ranked`` regenerates at most this many distinct candidate
+            MRSs (``None``: all); ``roundtrip`` tries them all
     Raises:
         ValueError: unknown *method*, or a round trip without a generator
         TransientFailure: a round trip that was needed could not be
@@ -246,6 +257,9 @@ def select(
         if line in tried:
             notes[i] = f"the same MRS as reading {tried[line]}: does not regenerate the sentence"
             continue
+        if method == "ranked" and limit is not None and len(tried) >= limit:
+            notes[i] = f"not tried: {limit} distinct candidate MRSs were tried before"
+            continue
         tried[line] = i
         if roundtrips(m, sentence, generator):
             notes[i] = "round-trips"
@@ -259,7 +273,10 @@ def select(
                              tuple(notes))
         notes[i] = "does not regenerate the sentence"
     reason = (f"none of the {n} readings is a full-clause reading that regenerates the "
-              f"sentence ({len(order)} candidates, {len(tried)} distinct MRSs tried)")
+              f"sentence ({len(order)} candidates, {len(tried)} distinct MRSs tried"
+              + (f", at most {limit}" if method == "ranked" and limit is not None
+                 and len(tried) >= limit else "")
+              + ")")
     return Selection(None, method, reason, tuple(notes))
 
 

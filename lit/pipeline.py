@@ -406,8 +406,10 @@ class Transformer:
         if key is not None and cache is not None:
             from lit.cache import canonical_options
 
+            from lit.parse import MAX_ROUNDTRIPS
+
             key = dataclasses.replace(key, options=canonical_options(
-                {"parse": key.options, "select": self.select}))
+                {"parse": key.options, "select": self.select, "limit": MAX_ROUNDTRIPS}))
             known = cache.get(key, sentence)
             if known is not None:
                 return Selection(known["index"], known["method"], known["reason"],

@@ -334,3 +334,21 @@ def test_readings_with_the_same_mrs_are_regenerated_once():
     assert chosen.notes[1] == chosen.notes[2] == (
         "the same MRS as reading 0: does not regenerate the sentence")
     assert "3 candidates, 1 distinct MRSs tried" in chosen.reason
+
+
+def test_ranked_selection_regenerates_at_most_max_roundtrips_mrss():
+    from lit.parse import MAX_ROUNDTRIPS
+
+    # readings with distinct MRSs (different names), none of which round-trips
+    def reading(k: int) -> Reading:
+        return Reading(DOGS_BARK.replace("_dog_n_1", f"_dog{k}_n_1"))
+
+    result = ParseResult("Dogs bark.", tuple(reading(k) for k in range(MAX_ROUNDTRIPS + 3)))
+    gen = _Gen({})
+    chosen = select(result, "ranked", generator=gen)
+    assert chosen.index is None and gen.calls == MAX_ROUNDTRIPS
+    assert chosen.notes[-1] == f"not tried: {MAX_ROUNDTRIPS} distinct candidate MRSs were tried before"
+    assert f"at most {MAX_ROUNDTRIPS}" in chosen.reason
+    gen = _Gen({})
+    assert select(result, "roundtrip", generator=gen).index is None
+    assert gen.calls == MAX_ROUNDTRIPS + 3  # the roundtrip method tries every candidate
