@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import sqlite3
 import subprocess
 import sys
@@ -117,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="repeat with these single-sentence chains on sentences instead")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-ray", action="store_true", help="skip the Ray runs")
+    ap.add_argument("--repeat-only", action="store_true",
+                    help="only the repeat check (skip idle/loaded/ray/cache)")
     opts = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="lit-repro-"))
     lines = [ln for ln in opts.input.read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -132,6 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     base = ["-g", opts.grammar, "-r", opts.specs, "--lm", "none"]
     ok = True
 
+    print(f"outputs in {tmp}")
+    if not opts.repeat_only:
+        ok &= first_phase(opts, base, pairs, tmp)
+    ok &= repeat_phase(opts, base, lines, text, tmp)
+    print("all checks passed" if ok else "SOME CHECKS FAILED")
+    return 0 if ok else 1
+
+
+def first_phase(opts: argparse.Namespace, base: list[str], pairs: Path, tmp: Path) -> bool:
+    """Idle, loaded, Ray and cache reuse: identical but for transient records."""
+    ok = True
     idle, t_idle = run_lit([*base, "-j", "2", "--cache", str(tmp / "idle.sqlite"), str(pairs)])
     loaded, t_load = run_lit([*base, "-j", "2", "--cache", str(tmp / "load.sqlite"), str(pairs)],
                              burners=2)
@@ -139,7 +151,6 @@ def main(argv: list[str] | None = None) -> int:
                                str(pairs)])
     for name, out in (("idle", idle), ("loaded", loaded), ("reused", reused)):
         (tmp / f"{name}.jsonl").write_bytes(out)
-    print(f"outputs in {tmp}")
     ref = records(idle)
     n_ok = sum(r["status"] == "ok" for r in ref)
     print(f"idle: {len(ref)} records, {n_ok} ok, {t_idle:.0f} s; loaded {t_load:.0f} s; "
@@ -154,6 +165,13 @@ def main(argv: list[str] | None = None) -> int:
         bad = cached_transients(tmp / f"{name}.sqlite")
         print(f"{'ok  ' if not bad else 'FAIL'} {name} cache: {bad} transient entries")
         ok &= not bad
+    return ok
+
+
+def repeat_phase(opts: argparse.Namespace, base: list[str], lines: list[str], text: Path,
+                 tmp: Path) -> bool:
+    """``--repeat`` runs per engine: byte-identical outputs (saved in *tmp*)."""
+    ok = True
 
     if opts.chains:
         single = ["-g", opts.grammar, "-r", opts.chains, "--lm", "none", "--no-cache",
@@ -162,21 +180,27 @@ def main(argv: list[str] | None = None) -> int:
         few = tmp / "pairs-repeat.jsonl"
         few.write_text("\n".join(lines[: opts.sentences]) + "\n", encoding="utf-8")
         single = [*base, "--no-cache", str(few)]
-    engines = [["-j", "1"], ["-j", "2"]] + ([] if opts.no_ray else [["--engine", "ray", "-j", "2"]])
+    engines = [["-j", "1"], ["-j", "2"]]
+    engines += [] if opts.no_ray else [["--engine", "ray", "-j", "2"]]
     outputs: dict[str, list[bytes]] = {}
     for engine in engines:
         key = " ".join(engine)
         outputs[key] = [run_lit([*single, *engine])[0] for _ in range(opts.repeat)]
+        for i, out in enumerate(outputs[key]):
+            (tmp / f"repeat{'-'.join(engine).replace('--', '')}-{i + 1}.jsonl").write_bytes(out)
     first = next(iter(outputs.values()))[0]
+    reference = records(first)
     for key, outs in outputs.items():
         same = sum(o == first for o in outs)
         print(f"{'ok  ' if same == len(outs) else 'FAIL'} {key}: {same}/{len(outs)} runs "
               "byte-identical to the first -j 1 run")
+        for out in outs:
+            if out != first:
+                compare(f"  {key}, a run that differs", reference, records(out))
         ok &= same == len(outs)
     n_single = sum(r["status"] == "ok" for r in records(first))
     print(f"repeat check: {len(records(first))} records, {n_single} ok")
-    print("all checks passed" if ok else "SOME CHECKS FAILED")
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":

@@ -334,7 +334,8 @@ def resolve(args: argparse.Namespace) -> None:
     from lit.grammar import resolve_grammar
 
     g = resolve_grammar(args.grammar, env=os.environ)
-    args.ace = os.path.realpath(args.ace or (str(g.ace) if g.ace else shutil.which("ace") or "ace"))
+    ace = str(g.ace) if g.ace else shutil.which("ace") or "ace"
+    args.ace = os.path.realpath(args.ace or ace)
     args.image = os.path.realpath(args.image or str(g.image))
 
 

@@ -46,6 +46,7 @@ from delphin.mrs import MRS
 from lit._iterables import chunked
 from lit.cache import ParseCache
 from lit.choose import REORDERING_PHENOMENA, Choice, choose
+from lit.engine import WAIT
 from lit.errors import ACEError, LitError, SpecError
 from lit.formats.hf import label_names as _dataset_label_names
 from lit.generate import Candidate, Expectation, Realizations, clean_realizations
@@ -58,7 +59,6 @@ from lit.grammar import (
     resolve_grammar,
     with_checksum,
 )
-from lit.engine import WAIT
 from lit.interface import GenerationResult, Generator, Parser, TransientFailure
 from lit.nli import LabelResult, LabelTable
 from lit.parse import DEFAULT_SELECT
@@ -405,7 +405,6 @@ class Transformer:
         cache = getattr(parser, "cache", None)
         if key is not None and cache is not None:
             from lit.cache import canonical_options
-
             from lit.parse import MAX_ROUNDTRIPS
 
             key = dataclasses.replace(key, options=canonical_options(

@@ -347,7 +347,8 @@ def test_ranked_selection_regenerates_at_most_max_roundtrips_mrss():
     gen = _Gen({})
     chosen = select(result, "ranked", generator=gen)
     assert chosen.index is None and gen.calls == MAX_ROUNDTRIPS
-    assert chosen.notes[-1] == f"not tried: {MAX_ROUNDTRIPS} distinct candidate MRSs were tried before"
+    assert chosen.notes[-1] == (
+        f"not tried: {MAX_ROUNDTRIPS} distinct candidate MRSs were tried before")
     assert f"at most {MAX_ROUNDTRIPS}" in chosen.reason
     gen = _Gen({})
     assert select(result, "roundtrip", generator=gen).index is None
