@@ -114,6 +114,7 @@ class TreeSampler:
         self.ace_paths = ace_paths
         self.ace_cpu: dict[tuple[int, float], float] = {}
         self.other_cpu: dict[tuple[int, float], float] = {}  # lit's workers and helpers
+        self.kind: dict[tuple[int, float], bool] = {}  # process -> is ACE, decided once
         self.main_cpu = 0.0  # the lit process: reading, applying chains, LM, output
         self.peak_rss = 0
         self.peak_single = 0
@@ -147,12 +148,15 @@ class TreeSampler:
                 with p.oneshot():
                     rss = p.memory_info().rss
                     t = p.cpu_times()
+                    key = (p.pid, p.create_time())
                     if p.pid == self.root.pid:
                         self.main_cpu = t.user + t.system
-                    elif self.is_ace(p):
-                        self.ace_cpu[(p.pid, p.create_time())] = t.user + t.system
                     else:
-                        self.other_cpu[(p.pid, p.create_time())] = t.user + t.system
+                        # decided while the process runs: an exited one has no command line
+                        if key not in self.kind:
+                            self.kind[key] = self.is_ace(p)
+                        cpu = self.ace_cpu if self.kind[key] else self.other_cpu
+                        cpu[key] = t.user + t.system
             except psutil.Error:
                 continue
             total += rss
