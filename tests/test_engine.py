@@ -440,3 +440,31 @@ def test_unordered_outcomes_come_as_they_finish():
     assert sorted(o.index for o in outcomes) == list(range(6))
     assert outcomes[-1].index == 0  # the others finished on the second worker meanwhile
     assert all(o.ok and o.value == o.item for o in outcomes)
+
+
+def test_worker_schedule_keeps_order_with_chunks_that_need_no_ace(tmp_path):
+    """Chunks without any ACE work (empty sentences, sentences done before)
+    come out in their place; each distinct MRS is realized once."""
+    import functools
+
+    from fake_ace_support import fake_ace_env
+
+    from lit.pipeline import Transformer
+    from lit.workers import worker_map
+
+    env = dict(os.environ, **fake_ace_env(tmp_path / "fake"))
+    options = {"grammar": "erg-1214", "env": env, "home": str(tmp_path / "home"),
+               "select": "roundtrip", "chunk_size": 2}
+    sentence = "Two women are embracing while holding to go packages."
+    items = ["", " ", sentence, "", sentence, sentence, "", ""]
+    inline = Transformer(**options)
+    with inline:
+        expected = list(inline.transform_sentences(items, "p,p+-perf,f"))
+    prepare_map = worker_map(options, workers=2)
+    assert isinstance(prepare_map, functools.partial)
+    with Transformer(**options, prepare_map=prepare_map) as t:
+        got = list(t.transform_sentences(items, "p,p+-perf,f"))
+        requests = dict(t.requests)
+    assert got == expected
+    assert [r["id"] for r in got] == [i for i in range(1, 9) for _ in range(3)]
+    assert requests["parse"] == 1 and requests["generate"] == 2  # p and p+-perf share one
