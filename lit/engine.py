@@ -393,7 +393,9 @@ def _ordered_window(
             yielded = True
         if exhausted and out == next_index:
             return
-        if waiting and not pending and not yielded:
+        if yielded:
+            continue  # the consumer may have made more input available: take it first
+        if waiting and not pending:
             yield WAIT  # the input waits on the consumer
             continue
         if not pending:
