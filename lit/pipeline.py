@@ -46,7 +46,13 @@ from lit.cache import ParseCache
 from lit.choose import REORDERING_PHENOMENA, Choice, choose
 from lit.errors import LitError, SpecError
 from lit.formats.hf import label_names as _dataset_label_names
-from lit.generate import Candidate, Expectation, Realizations, clean_realizations
+from lit.generate import (
+    Candidate,
+    Expectation,
+    Realizations,
+    clean_realizations,
+    respellings,
+)
 from lit.grammar import (
     Grammar,
     GrammarProfile,
@@ -676,7 +682,8 @@ class Transformer:
             return done("error", f"{result.failure}: generation: {result.error}", text)
         if result.error and not result.surfaces:
             return done("error", f"error: generation failed: {result.error}", text)
-        job.realizations = clean_realizations(result.surfaces, job.sentence)
+        job.realizations = clean_realizations(
+            result.surfaces, job.sentence, spellings=respellings(applied.mrs, job.sentence))
         if not job.realizations.candidates:
             why = ("the grammar realizes nothing" if not job.realizations.total else
                    f"all {job.realizations.total} realizations had surface blemishes")
