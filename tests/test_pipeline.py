@@ -12,12 +12,13 @@ from collections import Counter
 
 import pytest
 from conftest import REPO, recorded
+from delphin.codecs import simplemrs
 from replay import ReplayGenerator, ReplayParser
 
 from lit.choose import REORDERING_PHENOMENA, choose
 from lit.errors import GrammarError, LitError, SpecError
 from lit.formats.jsonl import Skipped
-from lit.generate import clean_realizations, distance
+from lit.generate import clean_realizations, distance, respellings
 from lit.interface import GenerationResult, ParseResult
 from lit.pipeline import Transformer, augment_nli
 from lit.records import CATEGORIES, NliFields, Report
@@ -86,7 +87,9 @@ def test_sentences_and_labels_match_the_recording(records):
                 assert rec[field] == original
                 continue
             row = recorded_transform(original, chain)
-            realized = clean_realizations(row["generated"], original).candidates
+            spellings = respellings(simplemrs.decode(row["output_mrs"]), original)
+            realized = clean_realizations(row["generated"], original,
+                                          spellings=spellings).candidates
             reorders = any(r.phenomenon in REORDERING_PHENOMENA
                            for r in RuleSet.load().parse_chain(chain))
             expected = [c.sentence for c in choose(original, realized,
