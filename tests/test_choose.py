@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import doctest
+from pathlib import Path
+
+import pytest
+from conftest import real_ace
 
 import lit.choose
 from lit.choose import choose, fluency_guard, order_guard
@@ -106,3 +110,23 @@ def test_fluency_guard_drops_realizations_of_misread_sentences():
     c = choose("Men are sitting in the park.", [fine],
                scores={"Men are sitting in the park.": 100.0, fine: 175.0}, reorders=True)
     assert [x.sentence for x in c.candidates] == [fine]
+
+
+@pytest.mark.ace
+def test_real_ace_keeps_spelling_numbers_and_clauses(lit_home):
+    """ERG 1214 built from source (reduced lexicon, no ranking model), issue 12 part 2:
+    a word read as a name keeps its case, numbers keep their spelling, a caption
+    misread as an identity with a gerund subject is refused."""
+    from lit.pipeline import Transformer
+
+    ace, image = real_ace("erg-1214")
+    env = {"LIT_ACE": str(ace), "LIT_GRAMMAR_ERG_1214": str(image)}
+    with Transformer("erg-1214", home=Path(lit_home), env=env) as t:
+        pink = t.transform_sentence("A little girl in a pink jacket is walking.", "m")
+        three = t.transform_sentence("Three women are traveling by foot.", "f")
+        boxing = t.transform_sentence(
+            "Two men boxing a ring while one boxer is hitting the other.", "m")
+    assert pink.status == "ok"
+    assert pink.sentence == "A little girl in a pink jacket may be walking."
+    assert three.status == "ok" and three.sentence == "Three women will be traveling by foot."
+    assert boxing.status == "skipped" and "gerund ARG1" in boxing.reason
