@@ -241,8 +241,10 @@ class Transformer:
             return self
         self._resolve_grammar()
         # with a prepare_map, workers parse and generate: this process needs a
-        # parser only to re-parse candidates for --verify, and no generator
-        need_parser = self.parser is None and (self.prepare_map is None or self.verify)
+        # parser only to re-parse candidates (--verify, or the voice check of a
+        # grammar that leaves voice open), and no generator
+        need_parser = self.parser is None and (
+            self.prepare_map is None or self.verify or self._voice_open())
         need_generator = self.generator is None and self.prepare_map is None
         try:
             if need_parser or need_generator:

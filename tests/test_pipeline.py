@@ -409,3 +409,18 @@ def test_transformer_env_mapping_wins_over_the_environment(lit_home, tmp_path):
         assert t.home == tmp_path / "other-home"
         assert t.grammar is not None and str(t.grammar.image) == env["LIT_GRAMMAR_ERG_1214"]
         assert t.grammar.source == "env"
+
+
+@pytest.mark.parametrize(("grammar", "parser"), [("erg-2018", True), ("erg-1214", False)])
+def test_with_workers_the_voice_check_has_a_parser(tmp_path, grammar, parser):
+    # ERG 2018 leaves voice open: the main process re-parses the chosen candidate
+    # (issue 12), so with workers (-j) it needs a parser too; ERG 1214 does not
+    import os
+
+    from fake_ace_support import fake_ace_env
+
+    env = dict(os.environ, **fake_ace_env(tmp_path / "fake", grammar))
+    with Transformer(grammar, env=env, home=str(tmp_path / "home"),
+                     prepare_map=lambda jobs: iter(())) as t:
+        assert (t.parser is not None) is parser
+        assert t.generator is None
