@@ -21,6 +21,14 @@ everything downstream depends on the MRS alone:
   strings that still contain an underscore (an unrealised predicate name).
   They are reported in :attr:`Realizations.dropped` with the reason, never
   silently lost; when nothing clean remains, the item has no realization.
+* **respelled**: a word the grammar's lexicon lacks is read as a name
+  (``named``), and ACE writes a name capitalized: "a pink jacket" parses
+  with ``named("Pink")`` and is realized "a Pink jacket". Such a name is
+  written again as the original wrote it (:func:`respellings`,
+  :func:`respell`): case is spelling here, not meaning. Only words the
+  original writes in lower case inside the sentence are respelled, never
+  its first word (a sentence-initial "A" read as a name stays "A", and the
+  order guard of :mod:`lit.choose` drops "It is A man ...").
 
 Example:
     >>> clean_realizations([
@@ -36,7 +44,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +56,8 @@ __all__ = [
     "clean_realizations",
     "tokens",
     "distance",
+    "respellings",
+    "respell",
     "generate_candidates",
     "Expectation",
 ]
@@ -163,8 +173,56 @@ def distance(candidate: str, original: str) -> int:
     return int(edit_distance(tokens(candidate), tokens(original)))
 
 
-def clean_realizations(surfaces: Iterable[str], original: str | None = None) -> Realizations:
+def respellings(m: Any, original: str) -> dict[str, str]:
+    """How to write the names of *m* that are lower-case words of *original*.
+
+    A ``named`` EP whose constant (CARG) *original* never writes with that
+    case, but writes in lower case after its first word, is a common word
+    the grammar did not know (its lexicon lacks it) and read as a name. The
+    original's first word is left alone: a name made of it ("A" in "A light
+    colored dog ...") is a misreading the order guard must still see.
+
+    Example:
+        >>> from delphin.codecs import simplemrs
+        >>> m = simplemrs.decode('[ TOP: h0 RELS: < [ named LBL: h1 ARG0: x2 CARG: "Pink" ]'
+        ...                      ' [ named LBL: h3 ARG0: x4 CARG: "A" ] > ]')
+        >>> respellings(m, "A girl in a pink jacket walks.")
+        {'Pink': 'pink'}
+    """
+    words = tokens(original)
+    later = {w.lower(): w for w in words[1:] if w.islower()}
+    later.pop(words[0].lower() if words else "", None)  # "A man ...": the name "A"
+    out: dict[str, str] = {}
+    for ep in getattr(m, "rels", ()):
+        carg = str(ep.carg or "") if ep.predicate == "named" else ""
+        if carg and carg not in words[1:] and carg.lower() in later:
+            out[carg] = later[carg.lower()]
+    return out
+
+
+def respell(s: str, spellings: Mapping[str, str]) -> str:
+    """*s* with the words in *spellings* written the original's way (not the
+    first word of *s*, which is capitalized as a sentence's first word).
+
+    Example:
+        >>> respell("A girl in a Pink jacket walks.", {"Pink": "pink"})
+        'A girl in a pink jacket walks.'
+        >>> respell("Pink jackets are worn by a girl.", {"Pink": "pink"})
+        'Pink jackets are worn by a girl.'
+    """
+    if not spellings:
+        return s
+    pattern = re.compile(r"(?<=\W)(" + "|".join(
+        re.escape(w) for w in sorted(spellings, key=len, reverse=True)) + r")(?!\w)")
+    return s[:1] + pattern.sub(lambda mm: spellings[mm.group(1)], s[1:]) if s else s
+
+
+def clean_realizations(surfaces: Iterable[str], original: str | None = None, *,
+                       spellings: Mapping[str, str] | None = None) -> Realizations:
     """Normalise, filter and deduplicate realizations, in a canonical order.
+
+    With *spellings* (:func:`respellings`), names the grammar made of
+    lower-case words are written as in *original* (:func:`respell`).
 
     Candidates closest to *original* (the sentence that was transformed, by
     :func:`distance`) come first, ties in text order; without *original*,
@@ -177,7 +235,7 @@ def clean_realizations(surfaces: Iterable[str], original: str | None = None) -> 
     groups: dict[str, list[tuple[int, str]]] = {}  # comma key -> members (order, text)
     seen: set[str] = set()
     for i, raw in enumerate(originals):
-        s = normalize_surface(raw)
+        s = respell(normalize_surface(raw), spellings or {})
         why = blemish(s)
         if why is not None:
             dropped.append((raw, why))

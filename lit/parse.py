@@ -12,8 +12,10 @@ ACE's order says nothing about plausibility. Three methods exist:
     ``_be_v_*``; the index EP is the non-quantifier EP whose ARG0 is the
     INDEX). Candidates are tried in structural order (:func:`structure`):
     fewest ``named`` EPs for words the sentence writes in lower case (a
-    common word read as a name: "A" in "A cat sleeps."), then fewest
-    ``named``, ``unknown`` and ``compound`` EPs, then ACE's order; the first
+    common word read as a name: "A" in "A cat sleeps."), then readings that
+    are not an identity copula with a gerund argument (a misread
+    progressive: "People are [riding bikes]") before those that are, then
+    fewest ``named``, ``unknown`` and ``compound`` EPs, then ACE's order; the first
     that round-trips is selected, so only as many readings are generated
     from as it takes: at most one generation per distinct candidate MRS
     (readings that differ only in their derivation share one), and at most
@@ -30,7 +32,11 @@ ACE's order says nothing about plausibility. Three methods exist:
 The round trip compares surfaces case-sensitively except for the
 sentence-initial letter, with runs of whitespace collapsed and final
 punctuation ignored (:func:`surface_key`), so a reading that realizes "a
-cat" as "A cat" (a name) or "TV" as "tv" does not round-trip.
+cat" as "A cat" (a name) or "TV" as "tv" does not round-trip. A name the
+grammar made of a lower-case word it does not know ("pink" in "a pink
+jacket" with a reduced lexicon, realized "a Pink jacket") is compared as the
+sentence writes it (:func:`lit.generate.respellings`); the sentence's first
+word is never respelled.
 :func:`select` returns a :class:`Selection` that says which reading was
 chosen and why, and what was found out about each reading.
 
@@ -51,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from delphin.mrs import MRS
 
+from lit.generate import respell, respellings
 from lit.interface import TransientFailure
 from lit.mrs import decode_mrs, index_ep, is_verbal, mrs_for_generation, strip_lnk
 
@@ -151,9 +158,11 @@ def roundtrips(reading: MRS | str, sentence: str, generator: Generator) -> bool:
         TransientFailure: generation was cut by a time or memory limit or a
             crash, so the question cannot be decided now (it is not a "no")
     """
-    result = generator.generate(strip_lnk(decode_mrs(reading)))
+    m = decode_mrs(reading)
+    result = generator.generate(strip_lnk(m))
     target = surface_key(sentence)
-    if any(surface_key(s) == target for s in result.surfaces):
+    spellings = respellings(m, sentence)  # "a Pink jacket": a word the lexicon lacks
+    if any(surface_key(respell(s, spellings)) == target for s in result.surfaces):
         return True  # found, even among the realizations of a cut-short run
     if getattr(result, "transient", False):
         raise TransientFailure(result.failure or "timeout",
@@ -163,21 +172,24 @@ def roundtrips(reading: MRS | str, sentence: str, generator: Generator) -> bool:
     return False
 
 
-def structure(m: MRS, sentence: str) -> tuple[int, int]:
+def structure(m: MRS, sentence: str) -> tuple[int, int, int]:
     """The structural cost of reading *m* of *sentence* (lower is better).
 
-    ``(common words read as names, named + unknown + compound EPs)``: a
-    ``named`` EP whose constant the sentence writes only in lower case, or
-    only sentence-initially (a common word read as a proper name), counts in
-    the first place; every ``named``, ``unknown`` and ``compound`` EP in the
-    second.
+    ``(common words read as names, misread progressive, named + unknown +
+    compound EPs)``: a ``named`` EP whose constant the sentence writes only
+    in lower case, or only sentence-initially (a common word read as a
+    proper name), counts in the first place; an identity copula with a
+    gerund argument (precondition ``not_identity_gerund`` of
+    :mod:`lit.transform`) is 1 in the second; every ``named``, ``unknown``
+    and ``compound`` EP counts in the third.
 
     Example:
         >>> m = decode_mrs('[ TOP: h0 INDEX: e2 RELS: < [ named LBL: h3 ARG0: x4 CARG: "A" ]'
         ...                ' [ _sleep_v_1 LBL: h1 ARG0: e2 ARG1: x4 ] > HCONS: < h0 qeq h1 > ]')
         >>> structure(m, "A cat sleeps.")
-        (1, 1)
+        (1, 0, 1)
     """
+    from lit.transform import check
     words = sentence.split()
     later = {w.strip(".,;:!?\"'()") for w in words[1:]}
     names = 0
@@ -189,7 +201,8 @@ def structure(m: MRS, sentence: str) -> tuple[int, int]:
             carg = str(ep.carg or "")
             if carg and carg not in later:  # never written capitalized inside the sentence
                 names += 1
-    return names, total
+    misread = int(check(m, ("not_identity_gerund",)) is not None)
+    return names, misread, total
 
 
 def select(
@@ -236,7 +249,7 @@ def select(
     if sentence is None:
         raise ValueError("selection by round trip needs the sentence")
     notes: list[str | None] = [None] * n
-    order: list[tuple[tuple[int, int], int, MRS]] = []
+    order: list[tuple[tuple[int, int, int], int, MRS]] = []
     for i, text in enumerate(mrss):
         try:
             m = decode_mrs(text)
@@ -248,7 +261,7 @@ def select(
         if why is not None:
             notes[i] = f"not a candidate: {why}"
             continue
-        cost = structure(m, sentence) if method == "ranked" else (0, 0)
+        cost = structure(m, sentence) if method == "ranked" else (0, 0, 0)
         order.append((cost, i, m))
     order.sort(key=lambda entry: (entry[0], entry[1]))
     tried: dict[str, int] = {}  # readings with the same MRS regenerate the same
@@ -266,9 +279,10 @@ def select(
             if method == "roundtrip":
                 why = "the first candidate reading that regenerates the sentence"
             else:
+                misread = ", an identity copula with a gerund" if cost[1] else ""
                 why = (f"the best-structured candidate that regenerates the sentence "
-                       f"({cost[0]} common words read as names, {cost[1]} named/unknown/"
-                       "compound EPs)")
+                       f"({cost[0]} common words read as names{misread}, {cost[2]} "
+                       "named/unknown/compound EPs)")
             return Selection(i, method, f"reading {i} of {n}: {why} (selection: {method})",
                              tuple(notes))
         notes[i] = "does not regenerate the sentence"

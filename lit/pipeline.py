@@ -49,7 +49,13 @@ from lit.choose import REORDERING_PHENOMENA, Choice, choose
 from lit.engine import WAIT
 from lit.errors import ACEError, LitError, SpecError
 from lit.formats.hf import label_names as _dataset_label_names
-from lit.generate import Candidate, Expectation, Realizations, clean_realizations
+from lit.generate import (
+    Candidate,
+    Expectation,
+    Realizations,
+    clean_realizations,
+    respellings,
+)
 from lit.grammar import (
     Grammar,
     GrammarProfile,
@@ -252,8 +258,10 @@ class Transformer:
             return self
         self._resolve_grammar()
         # with a prepare_map, workers parse and generate: this process needs a
-        # parser only to re-parse candidates for --verify, and no generator
-        need_parser = self.parser is None and (self.prepare_map is None or self.verify)
+        # parser only to re-parse candidates (--verify, or the voice check of a
+        # grammar that leaves voice open), and no generator
+        need_parser = self.parser is None and (
+            self.prepare_map is None or self.verify or self._voice_open())
         need_generator = self.generator is None and self.prepare_map is None
         try:
             if need_parser or need_generator:
@@ -730,7 +738,8 @@ class Transformer:
                               text)
         if result.error and not result.surfaces:
             return self._done(job, "error", f"error: generation failed: {result.error}", text)
-        job.realizations = clean_realizations(result.surfaces, job.sentence)
+        job.realizations = clean_realizations(
+            result.surfaces, job.sentence, spellings=respellings(job.mrs, job.sentence))
         if not job.realizations.candidates:
             why = ("the grammar realizes nothing" if not job.realizations.total else
                    f"all {job.realizations.total} realizations had surface blemishes")

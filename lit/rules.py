@@ -95,7 +95,8 @@ __all__ = [
 ENTRY_POINT_GROUP = "lit.rules"
 
 #: Preconditions of a rule that does not declare its own.
-DEFAULT_PRECONDITIONS: tuple[str, ...] = ("no_unknown", "verb", "x:ARG1", "index_not_in_np")
+DEFAULT_PRECONDITIONS: tuple[str, ...] = ("no_unknown", "verb", "x:ARG1", "index_not_in_np",
+                                          "not_identity_gerund:ARG1")
 
 _NAME = re.compile(r"^[A-Za-z0-9_:\-]+$")
 _RULE_KEYS = {

@@ -346,15 +346,20 @@ def _check_not_existential(m: MRS, sem: Semantics) -> None:
                            "subject is an expletive 'there'")
 
 
-def _check_not_identity_gerund(m: MRS, sem: Semantics) -> None:
-    verb = _verb(m, sem)
-    if verb.predicate != sem.identity:
-        return
-    gerunds = {ep.iv for ep in m.rels if ep.predicate == "nominalization"}
-    for role in ("ARG1", "ARG2"):
-        if verb.args.get(role) in gerunds:
-            raise Inapplicable(f"an identity copula ({verb.predicate}) with a gerund {role} "
-                               "(most likely a misreading of a progressive)")
+def _check_not_identity_gerund(roles: tuple[str, ...]) -> Callable[[MRS, Semantics], None]:
+    def check(m: MRS, sem: Semantics) -> None:
+        verb = _verb(m, sem)
+        if verb.predicate != sem.identity:
+            return
+        gerunds = {ep.iv for ep in m.rels if ep.predicate == "nominalization"}
+        for role in roles:
+            if verb.args.get(role) in gerunds:
+                what = ("most likely a misreading of a progressive" if role == "ARG2" else
+                        "most likely a misreading of a caption without a verb")
+                raise Inapplicable(f"an identity copula ({verb.predicate}) with a gerund "
+                                   f"{role} ({what})")
+
+    return check
 
 
 def _check_index_not_in_np(m: MRS, sem: Semantics) -> None:
@@ -396,7 +401,8 @@ PRECONDITIONS: dict[str, Callable[[MRS, Semantics], None]] = {
     "x:ARG3": _check_x("ARG3"),
     "not_question": _check_not_question,
     "not_existential": _check_not_existential,
-    "not_identity_gerund": _check_not_identity_gerund,
+    "not_identity_gerund": _check_not_identity_gerund(("ARG1", "ARG2")),
+    "not_identity_gerund:ARG1": _check_not_identity_gerund(("ARG1",)),
     "index_not_in_np": _check_index_not_in_np,
     "no_bound_pronoun:ARG2": _check_no_bound_pronoun("ARG2"),
 }

@@ -144,3 +144,59 @@ def test_expectation_icons_topic_erg_2018():
             assert exp.check(after) and not exp.check(before)
             return
     raise AssertionError("no ERG 2018 passive recorded")
+
+
+# "A little girl in a pink jacket is walking.", its only reading with ACE 0.9.30 and
+# an ERG 1214 image built from source (reduced lexicon: "pink" is read as a name),
+# spans removed; and what ACE realizes from it.
+PINK_JACKET = (
+    "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres MOOD: indicative PROG: + PERF: - ] RELS: < "
+    "[ _a_q LBL: h4 ARG0: x3 [ x PERS: 3 NUM: sg IND: + ] RSTR: h5 BODY: h6 ] [ _little_a_1 "
+    "LBL: h7 ARG0: e8 [ e SF: prop TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: x3 ] "
+    "[ _girl_n_1 LBL: h7 ARG0: x3 ] [ _in_p LBL: h7 ARG0: e9 [ e SF: prop TENSE: untensed MOOD: "
+    "indicative PROG: - PERF: - ] ARG1: x3 ARG2: x10 [ x PERS: 3 NUM: sg IND: + ] ] [ _a_q LBL: "
+    "h11 ARG0: x10 RSTR: h12 BODY: h13 ] [ compound LBL: h14 ARG0: e15 [ e SF: prop TENSE: "
+    "untensed MOOD: indicative PROG: - PERF: - ] ARG1: x10 ARG2: x16 [ x IND: + ] ] [ proper_q "
+    "LBL: h17 ARG0: x16 RSTR: h18 BODY: h19 ] [ named LBL: h20 ARG0: x16 CARG: \"Pink\" ] "
+    "[ _jacket_n_1 LBL: h14 ARG0: x10 ] [ _walk_v_1 LBL: h1 ARG0: e2 ARG1: x3 ] > "
+    "HCONS: < h0 qeq h1 h5 qeq h7 h12 qeq h14 h18 qeq h20 > ]"
+)
+PINK_JACKET_REALIZED = ("A little girl in  a Pink jacket is walking.",
+                        "A little girl in a Pink jacket is walking.")
+
+
+def test_words_the_lexicon_lacks_keep_the_originals_spelling():
+    # issue 12: a reduced lexicon reads "pink" as the name "Pink"; ACE writes it
+    # capitalized. Case is spelling here: the realization is written as the original.
+    from lit.generate import respell, respellings
+
+    sentence = "A little girl in a pink jacket is walking."
+    spellings = respellings(simplemrs.decode(PINK_JACKET), sentence)
+    assert spellings == {"Pink": "pink"}
+    assert clean_realizations(PINK_JACKET_REALIZED, sentence,
+                              spellings=spellings).candidates == (sentence,)
+    assert clean_realizations(PINK_JACKET_REALIZED, sentence).candidates == (
+        "A little girl in a Pink jacket is walking.",)
+    assert respell("Pink jackets are worn.", spellings) == "Pink jackets are worn."
+    # a name the original writes capitalized, or its first word, stays as it is
+    assert respellings(simplemrs.decode(PINK_JACKET), "Pink walks in a pink coat.") == {}
+    a_name = simplemrs.decode('[ TOP: h0 RELS: < [ named LBL: h1 ARG0: x2 CARG: "A" ] > ]')
+    assert respellings(a_name, "A light colored dog splashes through a pond.") == {}
+
+
+def test_recorded_transforms_are_respelled_where_the_lexicon_made_names():
+    # the recordings hold realizations like "A White dog with Long hair was swimming"
+    from lit.generate import respellings
+
+    seen = 0
+    for row in recorded("erg-1214", "transforms"):
+        if not row.get("output_mrs") or not row.get("generated"):
+            continue
+        spellings = respellings(simplemrs.decode(row["output_mrs"]), row["sentence"])
+        if not spellings:
+            continue
+        seen += 1
+        for s in clean_realizations(row["generated"], row["sentence"],
+                                    spellings=spellings).candidates:
+            assert not any(f" {name}" in s for name in spellings), (row["sentence"], s)
+    assert seen > 50

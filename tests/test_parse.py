@@ -353,3 +353,21 @@ def test_ranked_selection_regenerates_at_most_max_roundtrips_mrss():
     gen = _Gen({})
     assert select(result, "roundtrip", generator=gen).index is None
     assert gen.calls == MAX_ROUNDTRIPS + 3  # the roundtrip method tries every candidate
+
+
+def test_round_trip_reads_names_made_of_unknown_words_as_written():
+    # ERG 1214 with a reduced lexicon parses "pink" as the name "Pink" and realizes
+    # "a Pink jacket"; that is the sentence, so the reading round-trips (recorded with
+    # ACE 0.9.30, see tests/test_generate.py)
+    from test_generate import PINK_JACKET, PINK_JACKET_REALIZED
+
+    from lit.interface import GenerationResult
+
+    class Gen:
+        def generate(self, m):
+            return GenerationResult(str(m), PINK_JACKET_REALIZED, None)
+
+    sentence = "A little girl in a pink jacket is walking."
+    assert roundtrips(PINK_JACKET, sentence, Gen())
+    assert select([PINK_JACKET], "ranked", sentence=sentence, generator=Gen()).index == 0
+    assert not roundtrips(PINK_JACKET, "A little girl in a pink jacket is walking fast.", Gen())

@@ -12,12 +12,13 @@ from collections import Counter
 
 import pytest
 from conftest import REPO, recorded
+from delphin.codecs import simplemrs
 from replay import ReplayGenerator, ReplayParser
 
 from lit.choose import REORDERING_PHENOMENA, choose
 from lit.errors import GrammarError, LitError, SpecError
 from lit.formats.jsonl import Skipped
-from lit.generate import clean_realizations, distance
+from lit.generate import clean_realizations, distance, respellings
 from lit.interface import GenerationResult, ParseResult
 from lit.pipeline import Transformer, augment_nli
 from lit.records import CATEGORIES, NliFields, Report
@@ -86,7 +87,9 @@ def test_sentences_and_labels_match_the_recording(records):
                 assert rec[field] == original
                 continue
             row = recorded_transform(original, chain)
-            realized = clean_realizations(row["generated"], original).candidates
+            spellings = respellings(simplemrs.decode(row["output_mrs"]), original)
+            realized = clean_realizations(row["generated"], original,
+                                          spellings=spellings).candidates
             reorders = any(r.phenomenon in REORDERING_PHENOMENA
                            for r in RuleSet.load().parse_chain(chain))
             expected = [c.sentence for c in choose(original, realized,
@@ -422,3 +425,18 @@ def test_each_distinct_transformed_mrs_is_realized_once():
     assert a.mrs == b.mrs and a.candidates == b.candidates
     assert gen.calls - before == 1
     assert t.requests["generate"] == 1
+
+
+@pytest.mark.parametrize(("grammar", "parser"), [("erg-2018", True), ("erg-1214", False)])
+def test_with_workers_the_voice_check_has_a_parser(tmp_path, grammar, parser):
+    # ERG 2018 leaves voice open: the main process re-parses the chosen candidate
+    # (issue 12), so with workers (-j) it needs a parser too; ERG 1214 does not
+    import os
+
+    from fake_ace_support import fake_ace_env
+
+    env = dict(os.environ, **fake_ace_env(tmp_path / "fake", grammar))
+    with Transformer(grammar, env=env, home=str(tmp_path / "home"),
+                     prepare_map=lambda jobs: iter(())) as t:
+        assert (t.parser is not None) is parser
+        assert t.generator is None

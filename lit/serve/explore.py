@@ -490,7 +490,7 @@ class Explorer:
     def _reading_info(self, backend: Any, result: Any, i: int) -> ReadingInfo:
         """What the page shows of reading *i*: candidate or not (and why), and
         whether it round-trips (every candidate is tried, for display)."""
-        from lit.generate import clean_realizations
+        from lit.generate import clean_realizations, respell, respellings
         from lit.mrs import decode_mrs, index_ep, strip_lnk
         from lit.parse import same_surface, why_not_candidate
 
@@ -504,8 +504,10 @@ class Explorer:
         if why is not None:
             return ReadingInfo(False, None, f"not a candidate: {why}", pred)
         gen = self._generate(backend, m)
-        shown = clean_realizations(gen.surfaces, result.sentence).candidates[:5]
-        if any(same_surface(s, result.sentence) for s in gen.surfaces):
+        spellings = respellings(m, result.sentence)
+        shown = clean_realizations(gen.surfaces, result.sentence,
+                                   spellings=spellings).candidates[:5]
+        if any(same_surface(respell(s, spellings), result.sentence) for s in gen.surfaces):
             return ReadingInfo(True, True, "candidate; the grammar regenerates the sentence "
                                "from it", pred, shown)
         if gen.error and not gen.surfaces:
