@@ -110,6 +110,10 @@ class Selection:
         return {"index": self.index, "method": self.method, "reason": self.reason,
                 "notes": list(self.notes)}
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Selection:
+        return cls(data["index"], data["method"], data["reason"], tuple(data.get("notes") or ()))
+
 
 def is_candidate(m: MRS) -> bool:
     """``True`` if *m* can be selected by round trip: no ``unknown`` EP and

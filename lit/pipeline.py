@@ -127,11 +127,6 @@ class _Job:
     parsed: Parsed | None = None  # the sentence's parse and selected reading
     line: str | None = None       # the transformed MRS as sent to ACE (generation key)
 
-    @property
-    def prepared(self) -> bool:
-        """``True`` once the ACE-bound stage is over (a result, or realizations to rank)."""
-        return self.result is not None or self.realizations is not None
-
 
 class Transformer:
     """Parse, transform, regenerate, rerank and label; a context manager.
@@ -399,9 +394,16 @@ class Transformer:
                     decode_mrs(result.readings[selected].mrs))
                 parsed = Parsed(sentence, len(result.readings), selected, m,
                                 selection=chosen.reason)
+        self._keep_parse(sentence, parsed)
+        return parsed
+
+    def _keep_parse(self, sentence: str, parsed: Parsed) -> None:
         if not parsed.transient:  # a cut-short answer is tried again next time
             self._parses.put(sentence, parsed)
-        return parsed
+
+    def _keep_generation(self, line: str, result: GenerationResult) -> None:
+        if not getattr(result, "transient", False):  # cut short: not all realizations
+            self._generations.put(line, result)
 
     def _select(self, sentence: str, result: Any) -> Any:
         """:func:`lit.parse.select` on *result*, remembered in the parse cache
@@ -419,8 +421,7 @@ class Transformer:
                 {"parse": key.options, "select": self.select, "limit": MAX_ROUNDTRIPS}))
             known = cache.get(key, sentence)
             if known is not None:
-                return Selection(known["index"], known["method"], known["reason"],
-                                 tuple(known["notes"]))
+                return Selection.from_dict(known)
         generator = None if self.generator is None else _Counted(
             self.generator, self.requests, "roundtrip")
         chosen = select(result, self.select, sentence=sentence, generator=generator)
@@ -449,8 +450,7 @@ class Transformer:
             return known
         result = self._backend("generator").generate(line)
         self.requests["generate"] += 1
-        if not getattr(result, "transient", False):
-            self._generations.put(line, result)
+        self._keep_generation(line, result)
         return result
 
     def transform(self, sentence_or_mrs: str | MRS, chain: str) -> Any:
@@ -943,13 +943,11 @@ class _Schedule:
         self.t.requests.update(spent)
         if kind == "parse":
             parsed = parsed_from_wire(value)
-            if not parsed.transient:  # a cut-short answer is tried again next time
-                self.t._parses.put(unit[1], parsed)
+            self.t._keep_parse(unit[1], parsed)
             for job in jobs:
                 self._parsed(job, parsed)
             return
-        if not getattr(value, "transient", False):
-            self.t._generations.put(unit[1], value)
+        self.t._keep_generation(unit[1], value)
         for job in jobs:
             self.t._realized(job, value)
             self._settled(job)
