@@ -79,6 +79,7 @@ __all__ = [
     "DEFAULT_WATCHDOG",
     "DEFAULT_MAX_CHART_MEGABYTES",
     "DEFAULT_MAX_UNPACK_MEGABYTES",
+    "DEFAULT_MAX_REALIZATIONS",
     "RETRY_FACTOR",
     "classify_error",
 ]
@@ -95,6 +96,14 @@ RETRY_FACTOR = 2.0
 """How much larger the time limits are when an item cut by one is retried."""
 DEFAULT_MAX_CHART_MEGABYTES = 1200
 DEFAULT_MAX_UNPACK_MEGABYTES = 1500
+DEFAULT_MAX_REALIZATIONS = 1000
+"""Realizations per generation request: an MRS with more is refused
+(failure ``overgeneration``). Without a parse-ranking model ACE unpacks every
+realization; a long sentence with many modifiers has thousands (every order of
+its PPs and adverbs), which cost seconds each thousand and can exhaust
+``--max-unpack-megabytes`` after 20 s. ACE is asked for one more than the cap
+(``-n``): the complete set when there are at most that many, and the count
+says deterministically when there are more."""
 
 _STDERR_LINES = 50  # lines of ACE's stderr kept for error messages
 _VERSION_RE = re.compile(r"ACE version ([0-9]+(?:\.[0-9]+)*)")
@@ -892,7 +901,10 @@ class AceParser(_AceProcess):
 class AceGenerator(_AceProcess):
     """A persistent ACE generation process (``ace -e``).
 
-    Takes the same arguments as :class:`AceParser` except *n*.
+    Takes the same arguments as :class:`AceParser` except *n*, and
+    *max_realizations*: an MRS with more realizations than that gets no
+    surfaces and the failure ``overgeneration`` (``None``: no cap; see
+    :data:`DEFAULT_MAX_REALIZATIONS`).
 
     Example:
         >>> with AceGenerator("erg.dat") as generator:  # doctest: +SKIP
@@ -919,8 +931,13 @@ class AceGenerator(_AceProcess):
         close_timeout: float = 5.0,
         fresh: bool = False,
         timeout_retries: int = 1,
+        max_realizations: int | None = DEFAULT_MAX_REALIZATIONS,
     ) -> None:
-        cmdargs = _common_args(timeout, max_chart_megabytes, max_unpack_megabytes)
+        if max_realizations is not None and max_realizations < 1:
+            raise ValueError(f"max_realizations must be at least 1, not {max_realizations}")
+        self.max_realizations = max_realizations
+        cmdargs = [] if max_realizations is None else ["-n", str(max_realizations + 1)]
+        cmdargs += _common_args(timeout, max_chart_megabytes, max_unpack_megabytes)
         cmdargs += list(extra_args)
         super().__init__(
             image,
@@ -968,6 +985,11 @@ class AceGenerator(_AceProcess):
             str(res.get("surface", res.get("SENT"))).strip()
             for res in response.get("results") or ()
         )
+        cap = self.max_realizations
+        if cap is not None and len(surfaces) > cap:
+            # which cap + 1 of them ACE unpacked depends on the process's history
+            return GenerationResult(line, (), f"more than {cap} realizations (the cap; "
+                                    "ACE is asked for one more)", "overgeneration")
         return GenerationResult(line, surfaces, *_ace_errors(response))
 
     def generate_from_iterable(self, mrss: Iterable[MRS | str]) -> Iterator[GenerationResult]:

@@ -39,8 +39,11 @@ __all__ = [
 #: cannot cover (a no-parse); ``invalid``: input that cannot be sent (an empty
 #: sentence, an unreadable MRS); ``timeout``: ACE's time limit or lit's watchdog
 #: cut the item; ``resource``: a memory limit cut it; ``crash``: the process died
-#: or answered garbage; ``error``: any other message from ACE.
-FAILURES = ("lexical-gap", "invalid", "timeout", "resource", "crash", "error")
+#: or answered garbage; ``overgeneration``: an MRS has more realizations than
+#: the generator's cap (an answer about the MRS, not transient);
+#: ``error``: any other message from ACE.
+FAILURES = ("lexical-gap", "invalid", "timeout", "resource", "crash", "overgeneration",
+            "error")
 
 #: Failures that say nothing about the item, only about the run (the load of the
 #: machine, a limit, a crash): such a result is never an answer, never cached,

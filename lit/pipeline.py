@@ -44,6 +44,7 @@ from delphin.codecs import simplemrs
 from delphin.mrs import MRS
 
 from lit._iterables import chunked
+from lit.ace import DEFAULT_MAX_REALIZATIONS
 from lit.cache import ParseCache
 from lit.choose import REORDERING_PHENOMENA, Choice, choose
 from lit.engine import WAIT
@@ -174,6 +175,9 @@ class Transformer:
             loaded once and scores the candidates of whole chunks together.
         max_words: sentences with more whitespace-separated words are not
             parsed (never sent to ACE) and skipped as ``no-parse: too long``
+        max_realizations: an MRS with more realizations is not realized
+            (``no-realization: more than N realizations``; see
+            :data:`lit.ace.DEFAULT_MAX_REALIZATIONS`; ``None``: no cap)
     """
 
     def __init__(
@@ -198,6 +202,7 @@ class Transformer:
         cache: ParseCache | None = None,
         prepare_map: Callable[[Iterable[Any]], Iterator[Any]] | None = None,
         max_words: int | None = None,
+        max_realizations: int | None = DEFAULT_MAX_REALIZATIONS,
     ) -> None:
         if rules is None:
             from lit.rules import RuleSet
@@ -220,6 +225,7 @@ class Transformer:
         self.keep_mrs = keep_mrs
         self.n = n
         self.max_words = max_words
+        self.max_realizations = max_realizations
         self.ace_options = dict(ace_options or {})
         self.chunk_size = max(1, chunk_size)
         self.cache = cache
@@ -272,7 +278,9 @@ class Transformer:
                         self.parser = self._cached(self.parser)
                 if need_generator:
                     self.generator = AceGenerator(self.grammar.image, executable=ace,
-                                                  env=self.env, **self.ace_options)
+                                                  env=self.env,
+                                                  max_realizations=self.max_realizations,
+                                                  **self.ace_options)
                     self._started.append(self.generator)
             if self.reranker is not None and not self.reranker.loaded:
                 self.reranker.load()
@@ -417,8 +425,11 @@ class Transformer:
             from lit.cache import canonical_options
             from lit.parse import MAX_ROUNDTRIPS
 
+            # a reading with more realizations than the cap does not round-trip
+            cap = getattr(self.generator, "max_realizations", self.max_realizations)
             key = dataclasses.replace(key, options=canonical_options(
-                {"parse": key.options, "select": self.select, "limit": MAX_ROUNDTRIPS}))
+                {"parse": key.options, "select": self.select, "limit": MAX_ROUNDTRIPS,
+                 "realizations": cap}))
             known = cache.get(key, sentence)
             if known is not None:
                 return Selection.from_dict(known)
@@ -736,6 +747,8 @@ class Transformer:
         if getattr(result, "transient", False):  # cut short: not all realizations
             return self._done(job, "error", f"{result.failure}: generation: {result.error}",
                               text)
+        if result.failure == "overgeneration":  # an answer about this MRS
+            return self._done(job, "skipped", f"no-realization: {result.error}", text)
         if result.error and not result.surfaces:
             return self._done(job, "error", f"error: generation failed: {result.error}", text)
         job.realizations = clean_realizations(

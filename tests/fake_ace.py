@@ -422,6 +422,7 @@ def main(argv: list[str]) -> int:
                              "unpacking\n")
         elif generate:
             surfaces = replay.realizations(line)
+            surfaces = surfaces[:n] if n else surfaces  # ACE's selective unpacking
             out.write(_generate_plain(surfaces) if plain else _generate_answer(surfaces))
             sys.stderr.write("NOTE: 0 passive, 0 active edges in final generation chart; "
                              f"built 0 passives total. [{len(surfaces)} results]\n")

@@ -184,6 +184,51 @@ def test_transformer_does_not_remember_transient_outcomes(fake, tmp_path, monkey
     assert second.status == "ok"
 
 
+# -- the realization cap: a deterministic bound, not a transient failure -------
+
+
+def _many_realizations() -> tuple[str, list[str]]:
+    """A recorded transformed MRS with at least three realizations."""
+    for row in recorded("erg-1214", "transforms"):
+        if row["output_mrs"] and len(row["generated"]) >= 3:
+            return row["output_mrs"], row["generated"]
+    raise AssertionError("no recorded transform with three realizations")
+
+
+def test_an_mrs_with_more_realizations_than_the_cap_is_refused(fake):
+    ace, image, log = fake
+    mrs, generated = _many_realizations()
+    k = len(generated)
+    with AceGenerator(image, executable=ace, max_realizations=k - 1) as gen:
+        over = gen.generate(mrs)
+    with AceGenerator(image, executable=ace, max_realizations=k) as gen:
+        within = gen.generate(mrs)
+    assert over.failure == "overgeneration" and not over.transient and over.surfaces == ()
+    assert f"more than {k - 1} realizations" in over.error
+    assert within.ok and list(within.surfaces[:k]) == generated
+    argvs = [e["argv"] for e in read_log(log) if e["event"] == "start"]
+    assert [a[a.index("-n") + 1] for a in argvs] == [str(k), str(k + 1)]  # ACE: cap + 1
+
+
+def test_overgeneration_is_a_no_realization_answer_and_remembered(fake, tmp_path):
+    ace, image, _ = fake
+    env = {**os.environ, **fake_ace_env(tmp_path / "fake2", "erg-1214")}
+    sentence, _ = _roundtrip_reading()
+    with Transformer("erg-1214", reranker=None, env=env, select="roundtrip") as t:
+        capped = Transformer("erg-1214", reranker=None, env=env, select="roundtrip",
+                             max_realizations=1, parser=t.parser)
+        with capped:
+            assert capped.generator.max_realizations == 1  # type: ignore[union-attr]
+            results = [capped.transform_sentence(sentence, chain) for chain in ("n", "n")]
+            generations = capped.requests["generate"]
+        free = t.transform_sentence(sentence, "n")
+    for res in results:
+        assert res.status == "skipped", res
+        assert res.reason.startswith("no-realization: more than 1 realizations")
+    assert generations == 1  # the answer was remembered, not asked again
+    assert free.status == "ok"
+
+
 # -- real ACE under load (ace-marked) ---------------------------------------------
 
 
@@ -246,3 +291,26 @@ def test_real_ace_same_output_idle_under_load_and_across_workers(tmp_path):
     same(idle1, idle2)
     same(idle1, loaded)
     assert sum(r["status"] == "ok" for r in idle1) > 0
+
+
+@pytest.mark.ace
+def test_real_ace_realization_cap_is_exact(tmp_path):
+    """With the real ACE, ``-n cap+1`` gives the complete set when it fits and
+    a refusal when it does not, whatever the cap."""
+    ace, image = real_ace("erg-1214")
+    with AceParser(image, executable=ace, n=10) as parser:
+        readings = parser.parse(DOG).readings
+    assert readings
+    with AceGenerator(image, executable=ace, max_realizations=None) as gen:
+        full = [gen.generate(r.mrs) for r in readings]
+    mrs, every = max(((r.mrs, g.surfaces) for r, g in zip(readings, full, strict=True)),
+                     key=lambda x: len(x[1]))
+    k = len(every)
+    assert k >= 2, every
+    with AceGenerator(image, executable=ace, max_realizations=k) as gen:
+        within = gen.generate(mrs)
+        again = gen.generate(mrs)
+    with AceGenerator(image, executable=ace, max_realizations=k - 1) as gen:
+        over = gen.generate(mrs)
+    assert sorted(within.surfaces) == sorted(every) == sorted(again.surfaces)
+    assert over.failure == "overgeneration" and over.surfaces == ()

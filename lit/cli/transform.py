@@ -18,7 +18,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from lit.ace import DEFAULT_TIMEOUT, DEFAULT_WATCHDOG
+from lit.ace import DEFAULT_MAX_REALIZATIONS, DEFAULT_TIMEOUT, DEFAULT_WATCHDOG
 from lit.cli._app import app
 from lit.cli._common import (
     DEFAULT_BATCH_SIZE,
@@ -103,6 +103,11 @@ def transform_command(
         "--max-words", min=1, help="Skip sentences with more whitespace-separated words "
                                    "than this without parsing them (no-parse: too long).")
     ] = None,
+    max_realizations: Annotated[int, typer.Option(
+        "--max-realizations", min=1,
+        help="Refuse a transformed MRS with more realizations than this (no-realization: "
+             "more than N realizations); the cap bounds ACE's work on long sentences.")
+    ] = DEFAULT_MAX_REALIZATIONS,
     timeout: Annotated[int, typer.Option(
         "--timeout", min=1, help="ACE's own time limit per item, in seconds.")
     ] = DEFAULT_TIMEOUT,
@@ -212,6 +217,7 @@ def transform_command(
     # what the ACE-bound stage needs, in this process and in every worker
     options: dict[str, Any] = dict(grammar=resolved, rules=ruleset, select=select,
                                    verify=verify, n=readings, max_words=max_words, env=env,
+                                   max_realizations=max_realizations,
                                    ace_options={"timeout": timeout, "watchdog": watchdog})
     prepare_map = worker_map(
         dict(options, cache=None if parse_cache is None else parse_cache.path),
