@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,7 @@ __all__ = [
     "clean_realizations",
     "tokens",
     "distance",
+    "preload",
     "respellings",
     "respell",
     "generate_candidates",
@@ -158,6 +160,25 @@ def tokens(s: str) -> list[str]:
     return _TOKEN.findall(s)
 
 
+def preload() -> threading.Thread:
+    """Import what :func:`distance` needs in a background thread.
+
+    ``import nltk`` takes 1-2 s (it loads SciPy); started when a
+    :class:`~lit.pipeline.Transformer` opens, it overlaps with ACE's first
+    parses instead of delaying the first realized item. :func:`distance`
+    imports the same module, so it simply waits if the thread is not done.
+    """
+    thread = threading.Thread(target=_import_edit_distance, name="lit-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_edit_distance() -> Any:
+    from nltk.metrics.distance import edit_distance
+
+    return edit_distance
+
+
 def distance(candidate: str, original: str) -> int:
     """Word-level edit distance (:func:`nltk.edit_distance` over :func:`tokens`):
     how much *candidate* departs from *original*.
@@ -168,8 +189,7 @@ def distance(candidate: str, original: str) -> int:
         >>> distance("2 dogs bark.", "Two dogs bark.")
         1
     """
-    from nltk.metrics.distance import edit_distance
-
+    edit_distance = _import_edit_distance()
     return int(edit_distance(tokens(candidate), tokens(original)))
 
 

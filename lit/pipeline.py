@@ -244,6 +244,7 @@ class Transformer:
         #: transformed MRS), ``verify`` (a re-parse of a chosen sentence)
         self.requests: Counter[str] = Counter()
         self._entered = False
+        self._preloaded = False
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -672,6 +673,11 @@ class Transformer:
     def _run_chunks(self, chunks: Iterator[tuple[Any, dict[tuple[str, str], _Job]]]
                     ) -> Iterator[tuple[Any, dict[tuple[str, str], _Job]]]:
         """Yield each ``(state, jobs)`` of *chunks* once all its jobs are done."""
+        if not self._preloaded:  # choosing realizations needs nltk: import it meanwhile
+            from lit.generate import preload
+
+            preload()
+            self._preloaded = True
         if self.prepare_map is None:
             for state, jobs in chunks:
                 self._run_jobs(list(jobs.values()))

@@ -200,3 +200,16 @@ def test_recorded_transforms_are_respelled_where_the_lexicon_made_names():
                                     spellings=spellings).candidates:
             assert not any(f" {name}" in s for name in spellings), (row["sentence"], s)
     assert seen > 50
+
+
+def test_preload_imports_nltk_in_the_background_and_distance_waits_for_it():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom lit.generate import distance, preload\n"
+            "assert 'nltk' not in sys.modules\nthread = preload()\n"
+            "print(distance('The dog will chase the cat.', 'The dog chased the cat.'))\n"
+            "thread.join()\nprint('nltk.metrics.distance' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout.split() == ["2", "True"]
