@@ -420,3 +420,25 @@ def test_a_cached_sentence_costs_no_round_trip(tmp_path):
     assert again.get("roundtrip", 0) == 0 and again.get("parse", 0) == 0
     assert again["parse-cached"] == 1
     assert second.to_dict() == first.to_dict()
+
+
+def test_a_cached_selection_is_for_one_realization_cap_only(tmp_path):
+    """A round trip depends on the generator's realization cap (a reading with
+    more realizations does not round-trip): a selection cached under another
+    cap is not taken, the parse is."""
+    from fake_ace_support import fake_ace_env
+
+    from lit.pipeline import Transformer
+
+    env = dict(os.environ, **fake_ace_env(tmp_path / "fake"))
+    sentence = "Two women are embracing while holding to go packages."
+    asked = []
+    for cap in (1000, 1, 1000):
+        with ParseCache(tmp_path / "cache.sqlite") as cache, Transformer(
+                "erg-1214", env=env, home=tmp_path / "home", cache=cache,
+                select="roundtrip", reranker=None, max_realizations=cap) as t:
+            t.transform_sentence(sentence, "f")
+            asked.append(dict(t.requests))
+    assert asked[0]["roundtrip"] >= 1
+    assert asked[1]["roundtrip"] >= 1 and asked[1]["parse-cached"] == 1  # new cap: new round trip
+    assert asked[2].get("roundtrip", 0) == 0  # the first cap's selection is still there
