@@ -11,7 +11,10 @@ everything downstream depends on the MRS alone:
   stripped (ERG 1214 writes one article variant with a doubled space,
   ``"in  a small cafe"``); a word-initial underscore is removed (ERG 2018
   writes one article variant ``_a``: ``"holding _a cup"`` → ``"holding a
-  cup"``); a space before ``, . ; : ! ?`` is removed.
+  cup"``); a space before ``, . ; : ! ?`` is removed; a sentence-initial
+  word in lower case gets its capital (ERG 2018 writes "a woman will be
+  ..." beside "A woman will be ..."; a first word with a capital inside,
+  "iPhone", is left alone).
 * **deduplicated**: exact duplicates after normalisation are dropped, and so
   are *comma-only variants* — strings that differ only in their commas
   (``"It is two women which, will be embracing."``): of such a group the
@@ -112,10 +115,15 @@ def normalize_surface(s: str) -> str:
     Example:
         >>> normalize_surface("A man holds  _a cup .")
         'A man holds a cup.'
+        >>> normalize_surface("a woman will be sleeping.")
+        'A woman will be sleeping.'
     """
     s = _SPACES.sub(" ", s).strip()
     s = _UNDERSCORE_WORD.sub("", s)
     s = _SPACE_BEFORE_PUNCT.sub(r"\1", s)
+    first = s.split(" ", 1)[0]
+    if first.islower() and first[:1].isalpha():  # "a woman ..." (ERG 2018), not "iPhone"
+        s = s[:1].upper() + s[1:]
     return s
 
 

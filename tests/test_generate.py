@@ -23,6 +23,17 @@ def test_normalize_whitespace_underscore_and_punctuation():
     assert normalize_surface("The snake_case stays") == "The snake_case stays"
 
 
+def test_a_lower_case_first_word_gets_its_capital():
+    # ERG 2018 realizes "A woman is taking care of her laundry." with f as both
+    # "A woman will be ..." and "a woman will be ..." (issue 12: the LM chose the latter)
+    surfaces = ["a woman will be taking care of her laundry.",
+                "A woman will be taking care of her laundry."]
+    out = clean_realizations(surfaces, "A woman is taking care of her laundry.")
+    assert out.candidates == ("A woman will be taking care of her laundry.",)
+    assert normalize_surface("iPhones are sold.") == "iPhones are sold."
+    assert normalize_surface("_a man sleeps .") == "A man sleeps."
+
+
 def test_blemishes():
     assert blemish("A. man was looking to order a sandwich.") is not None
     assert blemish("The man is playing out. in the yard.") is None  # not a single letter
