@@ -10,7 +10,10 @@ ACE's order says nothing about plausibility. Three methods exist:
     reading is a candidate if it is a full clause: no ``unknown`` EP (a
     fragment analysis) and a verbal index EP (``_..._v_...``, including
     ``_be_v_*``; the index EP is the non-quantifier EP whose ARG0 is the
-    INDEX). Candidates are tried in structural order (:func:`structure`):
+    INDEX) whose subject is not a number alone (ERG reads the caption "Two
+    black dogs in the snow." as "[Two] [black] [dogs ...]" with the verb
+    ``_black_v_1``; on the recorded real ERG 1214 and 2018 output this
+    changes the selection of 3 sentences, all misreadings). Candidates are tried in structural order (:func:`structure`):
     fewest ``named`` EPs for words the sentence writes in lower case (a
     common word read as a name: "A" in "A cat sleeps."), then readings that
     are not an identity copula with a gerund argument (a misread
@@ -310,7 +313,20 @@ def why_not_candidate(m: MRS) -> str | None:
         return "no index EP"
     if not is_verbal(ep):
         return f"the index EP {ep.predicate} is not a verb"
+    if _is_bare_number(m, ep.args.get("ARG1")):
+        return (f"the subject of the index verb {ep.predicate} is a bare number (a caption "
+                "without a verb misread: '[Two] [black] [dogs in the snow]')")
     return None
+
+
+def _is_bare_number(m: MRS, var: str | None) -> bool:
+    """``True`` if *var* is a noun phrase made of a number alone ("two" as a
+    pronoun: ``generic_entity`` with a ``card``)."""
+    if not var or not var.startswith("x"):
+        return False
+    heads = {ep.predicate for ep in m.rels if ep.iv == var and not ep.is_quantifier()}
+    return heads == {"generic_entity"} and any(
+        ep.predicate == "card" and ep.args.get("ARG1") == var for ep in m.rels)
 
 
 def select_reading(
