@@ -62,7 +62,14 @@ from delphin.mrs import MRS
 
 from lit.generate import respell, respellings
 from lit.interface import TransientFailure
-from lit.mrs import decode_mrs, index_ep, is_verbal, mrs_for_generation, strip_lnk
+from lit.mrs import (
+    decode_mrs,
+    index_ep,
+    is_verbal,
+    mrs_for_generation,
+    strip_lnk,
+    unknown_words,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lit.interface import Generator, ParseResult
@@ -305,7 +312,9 @@ def why_not_candidate(m: MRS) -> str | None:
     """Why *m* is not a round-trip candidate (see the module notes), or ``None``."""
     if any(ep.predicate == "unknown" for ep in m.rels):
         return "a fragment analysis (unknown EP)"
-    unknown = next((ep.predicate for ep in m.rels if "_u_unknown" in ep.predicate), None)
+    standing_in = unknown_words(m)  # nouns and adjectives: a known word stands in
+    unknown = next((ep.predicate for ep in m.rels if "_u_unknown" in ep.predicate
+                    and ep.predicate not in standing_in), None)
     if unknown is not None:  # ACE: "input EP not in index", never regenerated
         return f"a word the grammar does not know ({unknown}): nothing can be generated"
     ep = index_ep(m)
