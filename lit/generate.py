@@ -11,7 +11,10 @@ everything downstream depends on the MRS alone:
   stripped (ERG 1214 writes one article variant with a doubled space,
   ``"in  a small cafe"``); a word-initial underscore is removed (ERG 2018
   writes one article variant ``_a``: ``"holding _a cup"`` → ``"holding a
-  cup"``); a space before ``, . ; : ! ?`` is removed.
+  cup"``); a space before ``, . ; : ! ?`` is removed; a sentence-initial
+  word in lower case gets its capital (ERG 2018 writes "a woman will be
+  ..." beside "A woman will be ..."; a first word with a capital inside,
+  "iPhone", is left alone).
 * **deduplicated**: exact duplicates after normalisation are dropped, and so
   are *comma-only variants* — strings that differ only in their commas
   (``"It is two women which, will be embracing."``): of such a group the
@@ -48,6 +51,10 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from delphin.mrs import MRS
+
+from lit.mrs import STAND_INS, stand_in_unknown_words
 
 __all__ = [
     "Candidate",
@@ -114,10 +121,15 @@ def normalize_surface(s: str) -> str:
     Example:
         >>> normalize_surface("A man holds  _a cup .")
         'A man holds a cup.'
+        >>> normalize_surface("a woman will be sleeping.")
+        'A woman will be sleeping.'
     """
     s = _SPACES.sub(" ", s).strip()
     s = _UNDERSCORE_WORD.sub("", s)
     s = _SPACE_BEFORE_PUNCT.sub(r"\1", s)
+    first = s.split(" ", 1)[0]
+    if first.islower() and first[:1].isalpha():  # "a woman ..." (ERG 2018), not "iPhone"
+        s = s[:1].upper() + s[1:]
     return s
 
 
@@ -217,24 +229,60 @@ def respellings(m: Any, original: str) -> dict[str, str]:
         carg = str(ep.carg or "") if ep.predicate == "named" else ""
         if carg and carg not in words[1:] and carg.lower() in later:
             out[carg] = later[carg.lower()]
+    if isinstance(m, MRS):
+        out.update(_unknown_word_spellings(m, original))
+    return out
+
+
+_NOUN_STAND_INS = frozenset(word for word, _ in STAND_INS["n"])
+
+
+def _unknown_word_spellings(m: MRS, original: str) -> dict[str, str]:
+    """Stand-in words (:func:`lit.mrs.stand_in_unknown_words`) -> the unknown
+    words of *original* they stand for, with the article *original* uses."""
+    _, stand_ins = stand_in_unknown_words(m)
+    words = tokens(original)
+    lowered = original.lower()
+    out: dict[str, str] = {}
+    for stand_in, word in stand_ins.items():
+        written = next((w for w in words if w.lower() == word.lower()), word)
+        if re.search(rf"(?<!\w)an {re.escape(written.lower())}(?!\w)", lowered):
+            article = "an"
+        elif re.search(rf"(?<!\w)a {re.escape(written.lower())}(?!\w)", lowered):
+            article = "a"
+        else:
+            article = "an" if written[:1].lower() in "aeiou" else "a"
+        forms = (stand_in, stand_in + "s") if stand_in in _NOUN_STAND_INS else (stand_in,)
+        for form in forms:
+            for key in (form, form.capitalize()):
+                out[key] = written
+            for key in (f"a {form}", f"A {form}"):
+                out[key] = f"{article} {written}"
     return out
 
 
 def respell(s: str, spellings: Mapping[str, str]) -> str:
-    """*s* with the words in *spellings* written the original's way (not the
-    first word of *s*, which is capitalized as a sentence's first word).
+    """*s* with the words in *spellings* written the original's way (the
+    first word of *s* keeps its capital, as a sentence's first word).
 
     Example:
         >>> respell("A girl in a Pink jacket walks.", {"Pink": "pink"})
         'A girl in a pink jacket walks.'
         >>> respell("Pink jackets are worn by a girl.", {"Pink": "pink"})
         'Pink jackets are worn by a girl.'
+        >>> respell("A cat was ridden by a girl.", {"A cat": "an inflatable"})
+        'An inflatable was ridden by a girl.'
     """
     if not spellings:
         return s
-    pattern = re.compile(r"(?<=\W)(" + "|".join(
+
+    def written(mm: re.Match[str]) -> str:
+        out = spellings[mm.group(1)]
+        return out[:1].upper() + out[1:] if mm.start() == 0 else out
+
+    pattern = re.compile(r"(?<!\w)(" + "|".join(
         re.escape(w) for w in sorted(spellings, key=len, reverse=True)) + r")(?!\w)")
-    return s[:1] + pattern.sub(lambda mm: spellings[mm.group(1)], s[1:]) if s else s
+    return pattern.sub(written, s)
 
 
 def clean_realizations(surfaces: Iterable[str], original: str | None = None, *,

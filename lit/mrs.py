@@ -31,6 +31,9 @@ __all__ = [
     "decode_mrs",
     "strip_lnk",
     "mrs_for_generation",
+    "STAND_INS",
+    "unknown_words",
+    "stand_in_unknown_words",
     "to_dmrs_json",
     "copy_mrs",
     "index_ep",
@@ -93,12 +96,76 @@ def strip_lnk(m: MRS) -> MRS:
 
 
 def mrs_for_generation(m: MRS | str) -> str:
-    """*m* as the one-line SimpleMRS (no spans, all properties) sent to ACE.
+    """*m* as the one-line SimpleMRS (no spans, all properties) sent to ACE,
+    with known words standing in for the nouns and adjectives the grammar
+    does not know (:func:`stand_in_unknown_words`).
 
     Raises:
         ValueError: if *m* is not readable SimpleMRS
     """
-    return simplemrs.encode(decode_mrs(m), properties=True, lnk=False)
+    return simplemrs.encode(stand_in_unknown_words(decode_mrs(m))[0], properties=True,
+                            lnk=False)
+
+
+# ERG: a word missing from the lexicon is parsed with a generic entry and gets the
+# predicate _<word>/<PTB tag>_u_unknown, from which ACE generates nothing ("input EP
+# not in index"); common nouns and adjectives have stand-ins of the same kind
+_UNKNOWN = re.compile(r"_(.+)/(nns?|jj)_u_unknown$", re.IGNORECASE)
+#: words that stand in for unknown nouns (NN, NNS) and adjectives (JJ) in generation:
+#: plain, regular, in every ERG lexicon; one not in the MRS is taken
+STAND_INS: dict[str, tuple[tuple[str, str], ...]] = {
+    "n": (("cat", "_cat_n_1"), ("hat", "_hat_n_1"), ("cup", "_cup_n_1"),
+          ("pen", "_pen_n_1"), ("bed", "_bed_n_1")),
+    "a": (("tall", "_tall_a_1"), ("soft", "_soft_a_1"), ("calm", "_calm_a_1"),
+          ("bold", "_bold_a_1")),
+}
+
+
+def unknown_words(m: MRS) -> dict[str, tuple[str, str]]:
+    """The unknown nouns and adjectives of *m* (predicate ``_<word>/NN_u_unknown``,
+    ``/NNS``, ``/JJ``) and the known word standing in for each in generation:
+    ``{unknown predicate: (word, stand-in word)}``; stand-ins are not words of
+    *m*'s other predicates, and differ from each other.
+
+    Example:
+        >>> m = decode_mrs("[ TOP: h0 RELS: < [ _turtle/NN_u_unknown LBL: h1 ARG0: x2 ]"
+        ...                " [ _cat_n_1 LBL: h3 ARG0: x4 ] > ]")
+        >>> unknown_words(m)
+        {'_turtle/nn_u_unknown': ('turtle', 'hat')}
+    """
+    taken = {_predicate.split(ep.predicate)[0] for ep in m.rels}
+    out: dict[str, tuple[str, str]] = {}
+    for ep in m.rels:
+        match = _UNKNOWN.match(ep.predicate)
+        if not match or ep.predicate in out:
+            continue
+        pos = "a" if match.group(2).lower() == "jj" else "n"
+        used = {word for _, word in out.values()}
+        word = next((w for w, _ in STAND_INS[pos] if w not in taken and w not in used), None)
+        if word is not None:
+            out[ep.predicate] = (match.group(1), word)
+    return out
+
+
+def stand_in_unknown_words(m: MRS) -> tuple[MRS, dict[str, str]]:
+    """*m* with the predicates of :func:`unknown_words` replaced by their
+    stand-ins' (``_turtle/NN_u_unknown`` -> ``_cat_n_1``), and
+    ``{stand-in word: unknown word}``; *m* itself if it has none.
+
+    Example:
+        >>> m = decode_mrs("[ TOP: h0 RELS: < [ _turtle/NN_u_unknown LBL: h1 ARG0: x2 ] > ]")
+        >>> out, words = stand_in_unknown_words(m)
+        >>> out.rels[0].predicate, words
+        ('_cat_n_1', {'cat': 'turtle'})
+    """
+    unknown = unknown_words(m)
+    if not unknown:
+        return m, {}
+    predicates = {word: pred for pairs in STAND_INS.values() for word, pred in pairs}
+    rels = [EP(predicates[unknown[ep.predicate][1]], ep.label, args=dict(ep.args),
+               lnk=ep.lnk, surface=ep.surface, base=ep.base)
+            if ep.predicate in unknown else ep for ep in m.rels]
+    return copy_mrs(m, rels=rels), {stand_in: word for word, stand_in in unknown.values()}
 
 
 def to_dmrs_json(m: MRS | str) -> dict[str, Any]:

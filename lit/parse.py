@@ -10,7 +10,10 @@ ACE's order says nothing about plausibility. Three methods exist:
     reading is a candidate if it is a full clause: no ``unknown`` EP (a
     fragment analysis) and a verbal index EP (``_..._v_...``, including
     ``_be_v_*``; the index EP is the non-quantifier EP whose ARG0 is the
-    INDEX). Candidates are tried in structural order (:func:`structure`):
+    INDEX) whose subject is not a number alone (ERG reads the caption "Two
+    black dogs in the snow." as "[Two] [black] [dogs ...]" with the verb
+    ``_black_v_1``; on the recorded real ERG 1214 and 2018 output this
+    changes the selection of 3 sentences, all misreadings). Candidates are tried in structural order (:func:`structure`):
     fewest ``named`` EPs for words the sentence writes in lower case (a
     common word read as a name: "A" in "A cat sleeps."), then readings that
     are not an identity copula with a gerund argument (a misread
@@ -59,7 +62,14 @@ from delphin.mrs import MRS
 
 from lit.generate import respell, respellings
 from lit.interface import TransientFailure
-from lit.mrs import decode_mrs, index_ep, is_verbal, mrs_for_generation, strip_lnk
+from lit.mrs import (
+    decode_mrs,
+    index_ep,
+    is_verbal,
+    mrs_for_generation,
+    strip_lnk,
+    unknown_words,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from lit.interface import Generator, ParseResult
@@ -302,7 +312,9 @@ def why_not_candidate(m: MRS) -> str | None:
     """Why *m* is not a round-trip candidate (see the module notes), or ``None``."""
     if any(ep.predicate == "unknown" for ep in m.rels):
         return "a fragment analysis (unknown EP)"
-    unknown = next((ep.predicate for ep in m.rels if "_u_unknown" in ep.predicate), None)
+    standing_in = unknown_words(m)  # nouns and adjectives: a known word stands in
+    unknown = next((ep.predicate for ep in m.rels if "_u_unknown" in ep.predicate
+                    and ep.predicate not in standing_in), None)
     if unknown is not None:  # ACE: "input EP not in index", never regenerated
         return f"a word the grammar does not know ({unknown}): nothing can be generated"
     ep = index_ep(m)
@@ -310,7 +322,20 @@ def why_not_candidate(m: MRS) -> str | None:
         return "no index EP"
     if not is_verbal(ep):
         return f"the index EP {ep.predicate} is not a verb"
+    if _is_bare_number(m, ep.args.get("ARG1")):
+        return (f"the subject of the index verb {ep.predicate} is a bare number (a caption "
+                "without a verb misread: '[Two] [black] [dogs in the snow]')")
     return None
+
+
+def _is_bare_number(m: MRS, var: str | None) -> bool:
+    """``True`` if *var* is a noun phrase made of a number alone ("two" as a
+    pronoun: ``generic_entity`` with a ``card``)."""
+    if not var or not var.startswith("x"):
+        return False
+    heads = {ep.predicate for ep in m.rels if ep.iv == var and not ep.is_quantifier()}
+    return heads == {"generic_entity"} and any(
+        ep.predicate == "card" and ep.args.get("ARG1") == var for ep in m.rels)
 
 
 def select_reading(

@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from delphin import predicate as _predicate
 from delphin.mrs import EP, MRS, HCons, ICons
 from delphin.mrs import INTRINSIC_ROLE as ARG0
 from delphin.mrs import RESTRICTION_ROLE as RSTR
@@ -387,6 +388,26 @@ def _check_no_bound_pronoun(role: str) -> Callable[[MRS, Semantics], None]:
     return check
 
 
+def _check_not_bare_singular(role: str) -> Callable[[MRS, Semantics], None]:
+    def check(m: MRS, sem: Semantics) -> None:
+        var = _verb(m, sem).args.get(role)
+        if not var or m.variables.get(var, {}).get("NUM") != "sg":
+            return
+        quantifiers = [ep.predicate for ep in m.rels if ep.is_quantifier() and ep.iv == var]
+        if quantifiers != ["udef_q"]:
+            return  # a determiner, a name, a possessive: "the man", "his car"
+        heads = [ep for ep in m.rels if ep.iv == var and not ep.is_quantifier()]
+        if not any(_predicate.split(ep.predicate)[1] == "n" for ep in heads):
+            return  # a gerund ("skiing"), a pronoun
+        if any(ep.predicate == "card" and ep.args.get("ARG1") == var for ep in m.rels):
+            return  # "one man"
+        raise Inapplicable(f"{role} is a bare singular noun phrase (no determiner: a "
+                           "headline-style caption, 'Young man skis ...'); a cleft of it "
+                           "is not grammatical")
+
+    return check
+
+
 def _check_not_question(m: MRS, sem: Semantics) -> None:
     if m.variables.get(m.index or "", {}).get("SF") == "ques":
         raise Inapplicable("sentence is a question")
@@ -405,6 +426,7 @@ PRECONDITIONS: dict[str, Callable[[MRS, Semantics], None]] = {
     "not_identity_gerund:ARG1": _check_not_identity_gerund(("ARG1",)),
     "index_not_in_np": _check_index_not_in_np,
     "no_bound_pronoun:ARG2": _check_no_bound_pronoun("ARG2"),
+    "not_bare_singular:ARG1": _check_not_bare_singular("ARG1"),
 }
 
 

@@ -52,10 +52,12 @@ SPECS = ["f;p", "p;f"]
 
 # SNLI dev pairs whose premises and hypotheses are in the ERG 1214 recording
 # and transform with both specs (checked by test_good_items_transform).
-SURGEONS = "Two surgeons are having lunch."
+# (not "Two surgeons are having lunch.": the recording transformed a reading with the
+# number alone as subject, which lit no longer selects; see tests/test_pipeline.py)
+NOTE = "The woman is writing a note."
 GOOD = [
     {"pairID": "g1", "sentence1": "Two doctors perform surgery on patient.",
-     "sentence2": SURGEONS, "gold_label": "contradiction"},
+     "sentence2": NOTE, "gold_label": "contradiction"},
     {"pairID": "g2", "sentence1": "Two doctors perform surgery on patient.",
      "sentence2": "Doctors are performing surgery.", "gold_label": "entailment"},
     # (not "A senior is waiting at the window of a restaurant that serves sandwiches.":
@@ -257,7 +259,7 @@ def test_input_very_long_sentence_skipped_before_ace(transform, tmp_path, fake_e
             "along the beach at sunset while children play with a ball nearby.")
     assert len(long.split()) == 30
     items = [GOOD[1],
-             {"pairID": "long-premise", "sentence1": long, "sentence2": SURGEONS,
+             {"pairID": "long-premise", "sentence1": long, "sentence2": NOTE,
               "gold_label": "neutral"},
              {"pairID": "long-hypothesis", "sentence1": GOOD[1]["sentence1"],
               "sentence2": long, "gold_label": "neutral"}]
@@ -274,13 +276,13 @@ def test_input_very_long_sentence_skipped_before_ace(transform, tmp_path, fake_e
                                    "(not sent to ACE)")
     # the fake ACE's log shows what reached ACE: never the long sentence
     received = parse_inputs(Path(fake_env["FAKE_ACE_LOG"]))
-    assert GOOD[1]["sentence1"] in received and SURGEONS in received
+    assert GOOD[1]["sentence1"] in received and NOTE in received
     assert not any("sunset" in s for s in received)
 
 
 def test_input_control_characters(transform, tmp_path, fake_env):
     noisy = "Two doctors\u0007 perform\u0000 surgery\u2028on\u0085 patient.\u001b"
-    items = [{"pairID": "ctrl", "sentence1": noisy, "sentence2": SURGEONS,
+    items = [{"pairID": "ctrl", "sentence1": noisy, "sentence2": NOTE,
               "gold_label": "contradiction"}, GOOD[1]]
     raw = line(GOOD[2])[:-2] + '\x07"}'  # a raw control character inside a JSON string
     assert json.loads(line(GOOD[2])[:-2] + '"}')  # (the line is otherwise fine)
@@ -362,7 +364,7 @@ def test_input_non_english_text(transform, tmp_path, fake_env):
     foreign = {"de": "Zwei Ärzte operieren einen Patienten.", "zh": "两位医生正在给病人做手术。",
                "ar": "طبيبان يجريان عملية جراحية.", "ru": "Два врача оперируют пациента.",
                "emoji": "Two doctors 👩‍⚕️👨‍⚕️ perform surgery."}
-    items = [{"pairID": k, "sentence1": v, "sentence2": SURGEONS, "gold_label": "neutral"}
+    items = [{"pairID": k, "sentence1": v, "sentence2": NOTE, "gold_label": "neutral"}
              for k, v in foreign.items()] + [GOOD[1]]
     run = transform(write_lines(tmp_path / "in.jsonl", [line(r) for r in items]))
     assert run.exit_code == 0, run.stderr
@@ -454,7 +456,7 @@ def test_input_stdin_closed_early(tmp_path, fake_env, on_error):
 ])
 def test_ace_killed_mid_item(transform, tmp_path, fake_env, monkeypatch, once):
     """fake-ace dies by SIGKILL in the middle of its answer for one sentence."""
-    monkeypatch.setenv("FAKE_ACE_DIE_ON", SURGEONS)
+    monkeypatch.setenv("FAKE_ACE_DIE_ON", NOTE)
     if once:
         monkeypatch.setenv("FAKE_ACE_DIE_ONCE_FILE", str(tmp_path / "died-once"))
     run = transform(write_lines(tmp_path / "in.jsonl", [line(r) for r in GOOD]))
@@ -485,7 +487,7 @@ def test_ace_killed_mid_item(transform, tmp_path, fake_env, monkeypatch, once):
 @pytest.mark.parametrize("via", ["cli", "api"])
 def test_ace_hang_watchdog_kills_and_restarts(transform, tmp_path, fake_env, monkeypatch, via):
     """fake-ace hangs on one sentence; the watchdog kills it; the run goes on."""
-    monkeypatch.setenv("FAKE_ACE_HANG_ON", SURGEONS)
+    monkeypatch.setenv("FAKE_ACE_HANG_ON", NOTE)
     if via == "cli":
         run = transform(write_lines(tmp_path / "in.jsonl", [line(r) for r in GOOD]),
                         "--watchdog", "2", "--timeout", "1")
@@ -678,7 +680,7 @@ def test_reranker_empty_candidate_list(tiny_lm, monkeypatch):
         # in the pipeline: a side whose MRS the grammar realizes as nothing is a
         # counted no-realization skip, and the LM scores only the others
         report = Report()
-        generator = _NoRealization(ReplayGenerator(), "_surgeon_n_1")
+        generator = _NoRealization(ReplayGenerator(), "_note_n_1")
         with _replay_transformer(lm, generator) as t:
             records = list(augment_nli(GOOD, ",".join(SPECS), transformer=t,
                                        include_skipped=True, report=report))

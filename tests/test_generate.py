@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import recorded
 from delphin.codecs import simplemrs
 
@@ -11,6 +12,8 @@ from lit.generate import (
     clean_realizations,
     generate_candidates,
     normalize_surface,
+    respell,
+    respellings,
 )
 from lit.interface import GenerationResult
 
@@ -21,6 +24,17 @@ def test_normalize_whitespace_underscore_and_punctuation():
     assert normalize_surface("A man holds _a cup.") == "A man holds a cup."
     assert normalize_surface("_A man sleeps .") == "A man sleeps."
     assert normalize_surface("The snake_case stays") == "The snake_case stays"
+
+
+def test_a_lower_case_first_word_gets_its_capital():
+    # ERG 2018 realizes "A woman is taking care of her laundry." with f as both
+    # "A woman will be ..." and "a woman will be ..." (issue 12: the LM chose the latter)
+    surfaces = ["a woman will be taking care of her laundry.",
+                "A woman will be taking care of her laundry."]
+    out = clean_realizations(surfaces, "A woman is taking care of her laundry.")
+    assert out.candidates == ("A woman will be taking care of her laundry.",)
+    assert normalize_surface("iPhones are sold.") == "iPhones are sold."
+    assert normalize_surface("_a man sleeps .") == "A man sleeps."
 
 
 def test_blemishes():
@@ -213,3 +227,75 @@ def test_preload_imports_nltk_in_the_background_and_distance_waits_for_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert out.stdout.split() == ["2", "True"]
+# Two little girls ride an inflatable dinghy down a purple water slide. (ACE 0.9.30, ERG
+# 1214 built from source with a reduced lexicon: "inflatable", "dinghy" and "purple"
+# are unknown words; the reading `ranked` selects, spans removed)
+DINGHY = (
+    "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres MOOD: indicative PROG: - PERF: - ] RELS: < "
+    "[ udef_q LBL: h4 ARG0: x3 [ x PERS: 3 NUM: pl IND: + ] RSTR: h5 BODY: h6 ] [ card LBL: h7 "
+    "ARG0: e9 [ e SF: prop TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: x3 CARG: "
+    "\"2\" ] [ _little_a_1 LBL: h7 ARG0: e10 [ e SF: prop TENSE: untensed MOOD: indicative "
+    "PROG: - PERF: - ] ARG1: x3 ] [ _girl_n_1 LBL: h7 ARG0: x3 ] [ _ride_v_1 LBL: h1 ARG0: e2 "
+    "ARG1: x3 ARG2: x11 [ x PERS: 3 NUM: sg ] ] [ _a_q LBL: h12 ARG0: x11 RSTR: h13 BODY: h14 ] "
+    "[ _inflatable/jj_u_unknown LBL: h15 ARG0: e16 [ e SF: prop TENSE: untensed MOOD: "
+    "indicative PROG: - PERF: - ] ARG1: x11 ] [ _dinghy/nn_u_unknown LBL: h15 ARG0: x11 ] "
+    "[ _down_p LBL: h15 ARG0: e17 [ e SF: prop TENSE: untensed MOOD: indicative PROG: - "
+    "PERF: - ] ARG1: x11 ARG2: x18 [ x PERS: 3 NUM: sg IND: + ] ] [ _a_q LBL: h19 ARG0: x18 "
+    "RSTR: h20 BODY: h21 ] [ _purple/jj_u_unknown LBL: h22 ARG0: e23 [ e SF: prop TENSE: "
+    "untensed MOOD: indicative PROG: - PERF: - ] ARG1: x18 ] [ compound LBL: h22 ARG0: e24 "
+    "[ e SF: prop TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: x18 ARG2: x25 ] "
+    "[ udef_q LBL: h26 ARG0: x25 RSTR: h27 BODY: h28 ] [ _water_n_1 LBL: h29 ARG0: x25 ] "
+    "[ _slide_n_1 LBL: h22 ARG0: x18 ] > HCONS: < h0 qeq h1 h5 qeq h7 h13 qeq h15 h20 qeq "
+    "h22 h27 qeq h29 > ]"
+)
+DINGHY_SENTENCE = "Two little girls ride an inflatable dinghy down a purple water slide."
+
+
+def test_unknown_nouns_and_adjectives_are_generated_through_stand_ins():
+    # ACE generates nothing from _dinghy/nn_u_unknown ("input EP not in index"); a known
+    # word of the same kind stands in for it, and the realization gets the word back
+    from lit.mrs import mrs_for_generation
+    from lit.parse import why_not_candidate
+
+    m = simplemrs.decode(DINGHY)
+    line = mrs_for_generation(m)
+    assert "_u_unknown" not in line
+    assert {"_tall_a_1", "_cat_n_1", "_soft_a_1"} <= set(line.split())
+    assert why_not_candidate(m) is None  # a round-trip candidate now
+    spellings = respellings(m, DINGHY_SENTENCE)
+    realized = "Two little girls ride  a tall cat down  a soft water slide."
+    assert clean_realizations([realized], DINGHY_SENTENCE,
+                              spellings=spellings).candidates == (DINGHY_SENTENCE,)
+    assert respell("A tall cat is ridden by two little girls.", spellings) == (
+        "An inflatable dinghy is ridden by two little girls.")  # the original's article
+    assert respell("Two little girls ride tall cats.", spellings) == (
+        "Two little girls ride inflatable dinghy.")  # plural stand-in: the word as written
+
+
+def test_stand_ins_are_words_the_mrs_does_not_have():
+    from lit.mrs import unknown_words
+
+    hat = DINGHY.replace("_girl_n_1", "_cat_n_1").replace("_little_a_1", "_tall_a_1")
+    assert unknown_words(simplemrs.decode(hat)) == {
+        "_inflatable/jj_u_unknown": ("inflatable", "soft"),
+        "_dinghy/nn_u_unknown": ("dinghy", "hat"),
+        "_purple/jj_u_unknown": ("purple", "calm"),
+    }
+
+
+@pytest.mark.ace
+def test_real_ace_transforms_sentences_with_unknown_words(lit_home):
+    from pathlib import Path
+
+    from conftest import real_ace
+
+    from lit.pipeline import Transformer
+
+    ace, image = real_ace("erg-1214")
+    env = {"LIT_ACE": str(ace), "LIT_GRAMMAR_ERG_1214": str(image)}
+    with Transformer("erg-1214", home=Path(lit_home), env=env) as t:
+        turtle = t.transform_sentence("A diver is swimming with a turtle.", "p")
+        dinghy = t.transform_sentence(DINGHY_SENTENCE, "m")
+    assert turtle.status == "ok" and turtle.sentence == "A diver was swimming with a turtle."
+    assert dinghy.status == "ok" and dinghy.sentence == (
+        "Two little girls may ride an inflatable dinghy down a purple water slide.")

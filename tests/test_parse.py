@@ -371,3 +371,31 @@ def test_round_trip_reads_names_made_of_unknown_words_as_written():
     assert roundtrips(PINK_JACKET, sentence, Gen())
     assert select([PINK_JACKET], "ranked", sentence=sentence, generator=Gen()).index == 0
     assert not roundtrips(PINK_JACKET, "A little girl in a pink jacket is walking fast.", Gen())
+
+
+def test_a_bare_number_subject_is_a_misread_caption():
+    # "Two surgeons are having lunch." round-trips (recorded ERG 1214) both as
+    # "[Two] [surgeons are having] lunch" (reading 0: _lunch_v_1 with the subject
+    # "Two" alone) and as the progressive of have (reading 3); "Two black dogs in the
+    # snow." (real ACE, ERG 1214) only as "[Two] [black] [dogs in the snow]"
+    from replay import ReplayGenerator
+
+    from lit.parse import why_not_candidate
+
+    result = _recorded_result("Two surgeons are having lunch.")
+    assert "a bare number" in why_not_candidate(decode_mrs(result.readings[0].mrs))
+    assert select(result, "ranked", generator=ReplayGenerator()).index == 3
+    black = decode_mrs(
+        "[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres MOOD: indicative PROG: - PERF: - ] "
+        "RELS: < [ generic_entity LBL: h4 ARG0: x3 [ x PERS: 3 NUM: pl ] ] [ udef_q LBL: "
+        "h5 ARG0: x3 RSTR: h6 BODY: h7 ] [ card LBL: h4 CARG: \"2\" ARG0: e9 [ e SF: prop "
+        "TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: x3 ] [ _black_v_1 LBL: h1 "
+        "ARG0: e2 ARG1: x3 ARG2: x10 [ x PERS: 3 NUM: pl IND: + ] ] [ udef_q LBL: h11 ARG0: "
+        "x10 RSTR: h12 BODY: h13 ] [ _dog_n_1 LBL: h14 ARG0: x10 ] [ _in_p LBL: h14 ARG0: "
+        "e15 [ e SF: prop TENSE: untensed MOOD: indicative PROG: - PERF: - ] ARG1: x10 ARG2: "
+        "x16 [ x PERS: 3 NUM: sg ] ] [ _the_q LBL: h17 ARG0: x16 RSTR: h18 BODY: h19 ] "
+        "[ _snow_n_1 LBL: h20 ARG0: x16 ] > HCONS: < h0 qeq h1 h6 qeq h4 h12 qeq h14 h18 "
+        "qeq h20 > ]")
+    assert "a bare number" in why_not_candidate(black)
+    two_dogs = decode_mrs(result.readings[3].mrs)  # "Two surgeons": card of a noun
+    assert why_not_candidate(two_dogs) is None

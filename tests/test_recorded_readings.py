@@ -17,9 +17,23 @@ from conftest import recorded
 
 from lit.interface import GenerationResult, ParseResult, Reading
 from lit.mrs import decode_mrs, index_ep, mrs_for_generation, strip_lnk, to_dmrs_json
-from lit.parse import is_candidate, select_reading
+from lit.parse import is_candidate, select_reading, why_not_candidate
 
 GRAMMARS = ["erg-1214", "erg-2018"]
+
+#: the recorded round trip selected a misread caption whose index verb has a number
+#: alone as subject ("[Two] [surgeons are having] lunch"); lit's candidates exclude
+#: them (lit.parse.why_not_candidate): sentence -> lit's selection by round trip
+BARE_NUMBER = {
+    "Two surgeons are having lunch.": {"erg-1214": 3, "erg-2018": 1},
+    "Two black little boys hanging over an upside down bicycle, one examining the pedal.": None,
+    "Two people standing outside an ice cream stand.": None,
+}
+
+
+def _expected(row, grammar: str = "erg-1214") -> int | None:
+    index = BARE_NUMBER.get(row["sentence"], row["selected"])
+    return index[grammar] if isinstance(index, dict) else index
 
 
 @lru_cache(maxsize=None)
@@ -93,7 +107,7 @@ def test_roundtrip_selection_reproduces_recorded_selected(grammar):
         result = ParseResult(row["sentence"], tuple(Reading(r["mrs"]) for r in row["readings"]))
         generator.asked.clear()
         index = select_reading(result, "roundtrip", generator=generator)
-        assert index == row["selected"], row["sentence"]
+        assert index == _expected(row, grammar), row["sentence"]
         selected += index is not None
         # only candidates are generated from, in order, stopping at the selected
         # one, and a reading with the same MRS as one tried before is not
@@ -102,7 +116,8 @@ def test_roundtrip_selection_reproduces_recorded_selected(grammar):
         distinct = {mrs_for_generation(strip_lnk(_decoded(row["readings"][i]["mrs"])))
                     for i in asked}
         assert len(generator.asked) == len(distinct), row["sentence"]
-    assert selected == {"erg-1214": 142, "erg-2018": 102}[grammar]  # README counts
+    # README counts (142 and 102), less the two verbless captions of BARE_NUMBER
+    assert selected == {"erg-1214": 140, "erg-2018": 100}[grammar]
 
 
 @pytest.mark.parametrize("grammar", GRAMMARS)
@@ -111,7 +126,8 @@ def test_recorded_roundtrips_are_candidates(grammar):
         for r in row["readings"]:
             m = _decoded(r["mrs"])
             if r["roundtrip"]:
-                assert is_candidate(m), row["sentence"]
+                assert is_candidate(m) or "a bare number" in why_not_candidate(m), \
+                    row["sentence"]
                 assert index_ep(m) is not None
 
 
@@ -161,4 +177,4 @@ def test_roundtrip_selection_through_fake_ace_processes(tmp_path, monkeypatch):
         chosen = [select_reading(parser.parse(row["sentence"]), "roundtrip", generator=generator)
                   for row in rows]
         assert parser.restarts == 0 and generator.restarts == 0
-    assert chosen == [row["selected"] for row in rows]
+    assert chosen == [_expected(row) for row in rows]

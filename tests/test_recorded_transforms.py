@@ -63,6 +63,9 @@ DEVIATIONS = {
     "ARG2 is a pronoun": "no passive/swap/object cleft that moves a pronoun before the subject",
     "ARG2 has a possessive pronoun": "no passive/swap/object cleft of 'his ...' objects, "
                                      "which the subject may bind",
+    "ARG1 is a bare singular": "no subject cleft of a bare singular noun phrase: the "
+                               "recordings' readings of 'A man ...' with 'A' as a name "
+                               "('It is A man who ...'), and headline-style captions",
 }
 
 
