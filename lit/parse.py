@@ -13,20 +13,21 @@ ACE's order says nothing about plausibility. Three methods exist:
     INDEX) whose subject is not a number alone (ERG reads the caption "Two
     black dogs in the snow." as "[Two] [black] [dogs ...]" with the verb
     ``_black_v_1``; on the recorded real ERG 1214 and 2018 output this
-    changes the selection of 3 sentences, all misreadings). Candidates are tried in structural order (:func:`structure`):
-    fewest ``named`` EPs for words the sentence writes in lower case (a
-    common word read as a name: "A" in "A cat sleeps."), then readings that
-    are not an identity copula with a gerund argument (a misread
-    progressive: "People are [riding bikes]") before those that are, then
-    fewest ``named``, ``unknown`` and ``compound`` EPs, then ACE's order; the first
-    that round-trips is selected, so only as many readings are generated
-    from as it takes: at most one generation per distinct candidate MRS
-    (readings that differ only in their derivation share one), and at most
-    :data:`MAX_ROUNDTRIPS` (6) per sentence: a reading further down is not
-    tried. On the recorded real ERG 1214 and 2018 output (300 sentences
-    each), the selected reading is always among the first 6 distinct
-    candidates in structural order, while a long ambiguous sentence none of
-    whose readings regenerates it costs a second or more per generation.
+    changes the selection of 3 sentences, all misreadings). Candidates are
+    tried in structural order (:func:`structure`): fewest ``named`` EPs for
+    words the sentence writes in lower case (a common word read as a name:
+    "A" in "A cat sleeps."), then readings that are not an identity copula
+    with a gerund argument (a misread progressive: "People are [riding
+    bikes]") before those that are, then fewest ``named``, ``unknown`` and
+    ``compound`` EPs, then ACE's order; the first that round-trips is
+    selected, so only as many readings are generated from as it takes: at
+    most one generation per distinct candidate MRS (readings that differ
+    only in their derivation share one), and at most :data:`MAX_ROUNDTRIPS`
+    (6) per sentence: a reading further down is not tried. On the recorded
+    real ERG 1214 and 2018 output (300 sentences each), the selected reading
+    is always among the first 6 distinct candidates in structural order,
+    while a long ambiguous sentence none of whose readings regenerates it
+    costs a second or more per generation.
 ``roundtrip``
     the first candidate reading (in ACE's order) that round-trips;
 ``first``
