@@ -16,18 +16,20 @@ ACE's order says nothing about plausibility. Three methods exist:
     changes the selection of 3 sentences, all misreadings). Candidates are
     tried in structural order (:func:`structure`): fewest ``named`` EPs for
     words the sentence writes in lower case (a common word read as a name:
-    "A" in "A cat sleeps."), then readings that are not an identity copula
-    with a gerund argument (a misread progressive: "People are [riding
-    bikes]") before those that are, then fewest ``named``, ``unknown`` and
-    ``compound`` EPs, then ACE's order; the first that round-trips is
-    selected, so only as many readings are generated from as it takes: at
-    most one generation per distinct candidate MRS (readings that differ
-    only in their derivation share one), and at most :data:`MAX_ROUNDTRIPS`
-    (6) per sentence: a reading further down is not tried. On the recorded
-    real ERG 1214 and 2018 output (300 sentences each), the selected reading
-    is always among the first 6 distinct candidates in structural order,
-    while a long ambiguous sentence none of whose readings regenerates it
-    costs a second or more per generation.
+    "A" in "A cat sleeps."), then fewest signs of a misreading (an identity
+    copula with a gerund argument, a misread progressive: "People are
+    [riding bikes]"; an index verb that is the sentence's last word while
+    another reading reads that word as a noun: "... on a ski [slope]"), then
+    fewest ``named``, ``unknown`` and ``compound`` EPs, then ACE's order;
+    the first that round-trips is selected, so only as many readings are
+    generated from as it takes: at most one generation per distinct
+    candidate MRS (readings that differ only in their derivation share one),
+    and at most :data:`MAX_ROUNDTRIPS` (6) per sentence: a reading further
+    down is not tried. On the recorded real ERG 1214 and 2018 output (300
+    sentences each), the selected reading is always among the first 6
+    distinct candidates in structural order, while a long ambiguous sentence
+    none of whose readings regenerates it costs a second or more per
+    generation.
 ``roundtrip``
     the first candidate reading (in ACE's order) that round-trips;
 ``first``
@@ -55,10 +57,11 @@ from __future__ import annotations
 
 import logging
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from delphin import predicate as _predicate
 from delphin.mrs import MRS
 
 from lit.generate import respell, respellings
@@ -187,16 +190,21 @@ def roundtrips(reading: MRS | str, sentence: str, generator: Generator) -> bool:
     return False
 
 
-def structure(m: MRS, sentence: str) -> tuple[int, int, int]:
+def structure(m: MRS, sentence: str, nouns: Collection[tuple[int, int]] = ()
+              ) -> tuple[int, int, int]:
     """The structural cost of reading *m* of *sentence* (lower is better).
 
-    ``(common words read as names, misread progressive, named + unknown +
+    ``(common words read as names, signs of a misreading, named + unknown +
     compound EPs)``: a ``named`` EP whose constant the sentence writes only
     in lower case, or only sentence-initially (a common word read as a
-    proper name), counts in the first place; an identity copula with a
-    gerund argument (precondition ``not_identity_gerund`` of
-    :mod:`lit.transform`) is 1 in the second; every ``named``, ``unknown``
-    and ``compound`` EP counts in the third.
+    proper name), counts in the first place; in the second, an identity
+    copula with a gerund argument (a misread progressive; precondition
+    ``not_identity_gerund`` of :mod:`lit.transform`) counts 1, and so does
+    an index verb that is the sentence's last word while *nouns* (the
+    character spans some reading of the sentence reads with a ``_..._n_...``
+    predicate) has its span: a noun misread as the verb ("... on a ski
+    [slope]"; "A dog runs." has no other candidate, so it keeps its verb);
+    every ``named``, ``unknown`` and ``compound`` EP counts in the third.
 
     Example:
         >>> m = decode_mrs('[ TOP: h0 INDEX: e2 RELS: < [ named LBL: h3 ARG0: x4 CARG: "A" ]'
@@ -217,6 +225,10 @@ def structure(m: MRS, sentence: str) -> tuple[int, int, int]:
             if carg and carg not in later:  # never written capitalized inside the sentence
                 names += 1
     misread = int(check(m, ("not_identity_gerund",)) is not None)
+    index = index_ep(m)
+    last = len(sentence.rstrip().rstrip(".!?").rstrip())
+    if index is not None and index.cto >= last and (index.cfrom, index.cto) in nouns:
+        misread += 1
     return names, misread, total
 
 
@@ -264,19 +276,22 @@ def select(
     if sentence is None:
         raise ValueError("selection by round trip needs the sentence")
     notes: list[str | None] = [None] * n
-    order: list[tuple[tuple[int, int, int], int, MRS]] = []
+    decoded: list[tuple[int, MRS]] = []
     for i, text in enumerate(mrss):
         try:
-            m = decode_mrs(text)
+            decoded.append((i, decode_mrs(text)))
         except ValueError as exc:
             logger.warning("reading %d of %r is not readable: %s", i, sentence, exc)
             notes[i] = f"not readable: {exc}"
-            continue
+    nouns = {(ep.cfrom, ep.cto) for _, m in decoded for ep in m.rels
+             if _predicate.split(ep.predicate)[1] == "n"}
+    order: list[tuple[tuple[int, int, int], int, MRS]] = []
+    for i, m in decoded:
         why = why_not_candidate(m)
         if why is not None:
             notes[i] = f"not a candidate: {why}"
             continue
-        cost = structure(m, sentence) if method == "ranked" else (0, 0, 0)
+        cost = structure(m, sentence, nouns) if method == "ranked" else (0, 0, 0)
         order.append((cost, i, m))
     order.sort(key=lambda entry: (entry[0], entry[1]))
     tried: dict[str, int] = {}  # readings with the same MRS regenerate the same
@@ -294,7 +309,7 @@ def select(
             if method == "roundtrip":
                 why = "the first candidate reading that regenerates the sentence"
             else:
-                misread = ", an identity copula with a gerund" if cost[1] else ""
+                misread = f", {cost[1]} signs of a misreading" if cost[1] else ""
                 why = (f"the best-structured candidate that regenerates the sentence "
                        f"({cost[0]} common words read as names{misread}, {cost[2]} "
                        "named/unknown/compound EPs)")

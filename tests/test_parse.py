@@ -399,3 +399,26 @@ def test_a_bare_number_subject_is_a_misread_caption():
     assert "a bare number" in why_not_candidate(black)
     two_dogs = decode_mrs(result.readings[3].mrs)  # "Two surgeons": card of a noun
     assert why_not_candidate(two_dogs) is None
+
+
+def test_a_final_verb_another_reading_reads_as_a_noun_is_a_sign_of_a_misreading():
+    # "A few people are catching fish." (recorded ERG 1214): reading 0 round-trips with
+    # the index _fish_v_1 ("fish", the last word, is _fish_n_1 in other readings);
+    # reading 3, the progressive of catch, is now tried first
+    from replay import ReplayGenerator
+
+    from lit.parse import structure
+
+    result = _recorded_result("A few people are catching fish.")
+    ranked = select(result, "ranked", generator=ReplayGenerator())
+    assert ranked.index == 3
+    assert index_ep(decode_mrs(result.readings[3].mrs)).predicate == "_catch_v_1"
+    fish = decode_mrs(result.readings[0].mrs)
+    assert structure(fish, result.sentence) == (0, 0, 0)  # without the other readings
+    assert structure(fish, result.sentence, {(26, 31)}) == (0, 1, 0)
+    # a sentence whose only verb is its last word keeps it: nothing else is a candidate
+    dog = decode_mrs("[ TOP: h0 INDEX: e2 [ e SF: prop TENSE: pres ] RELS: < [ _a_q<0:1> "
+                     "LBL: h4 ARG0: x3 RSTR: h5 BODY: h6 ] [ _dog_n_1<2:5> LBL: h7 ARG0: x3 ] "
+                     "[ _run_v_1<6:11> LBL: h1 ARG0: e2 ARG1: x3 ] > HCONS: < h0 qeq h1 "
+                     "h5 qeq h7 > ]")
+    assert structure(dog, "A dog runs.", {(6, 11)}) == (0, 1, 0)
