@@ -54,7 +54,7 @@ from typing import Any
 
 from delphin.mrs import MRS
 
-from lit.mrs import STAND_INS, stand_in_unknown_words
+from lit.mrs import STAND_INS, unknown_words
 
 __all__ = [
     "Candidate",
@@ -238,13 +238,12 @@ _NOUN_STAND_INS = frozenset(word for word, _ in STAND_INS["n"])
 
 
 def _unknown_word_spellings(m: MRS, original: str) -> dict[str, str]:
-    """Stand-in words (:func:`lit.mrs.stand_in_unknown_words`) -> the unknown
-    words of *original* they stand for, with the article *original* uses."""
-    _, stand_ins = stand_in_unknown_words(m)
+    """Stand-in words (:func:`lit.mrs.unknown_words`) -> the unknown words of
+    *original* they stand for, with the article *original* uses."""
     words = tokens(original)
     lowered = original.lower()
     out: dict[str, str] = {}
-    for stand_in, word in stand_ins.items():
+    for word, stand_in in unknown_words(m).values():
         written = next((w for w in words if w.lower() == word.lower()), word)
         if re.search(rf"(?<!\w)an {re.escape(written.lower())}(?!\w)", lowered):
             article = "an"
