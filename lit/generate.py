@@ -201,8 +201,20 @@ def distance(candidate: str, original: str) -> int:
         >>> distance("2 dogs bark.", "Two dogs bark.")
         1
     """
+    a, b = tokens(candidate), tokens(original)
+    # a shared prefix and suffix never change the distance; candidates share most
+    # of their words with the original, so what is left is a few words each
+    start = 0
+    while start < len(a) and start < len(b) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < len(a) - start and end < len(b) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    a, b = a[start:len(a) - end], b[start:len(b) - end]
+    if not a or not b:
+        return len(a) + len(b)
     edit_distance = _import_edit_distance()
-    return int(edit_distance(tokens(candidate), tokens(original)))
+    return int(edit_distance(a, b))
 
 
 def respellings(m: Any, original: str) -> dict[str, str]:

@@ -216,6 +216,24 @@ def test_recorded_transforms_are_respelled_where_the_lexicon_made_names():
     assert seen > 50
 
 
+def test_distance_is_nltk_edit_distance_over_tokens():
+    """Trimming the shared prefix and suffix (done for speed) never changes the distance."""
+    import random
+
+    from nltk.metrics.distance import edit_distance
+
+    from lit.generate import distance, tokens
+
+    rng = random.Random(14)
+    words = "The the a dog cat will chased chase is was not n't , . It who TV".split()
+    for _ in range(3000):
+        a = " ".join(rng.choice(words) for _ in range(rng.randint(0, 9)))
+        b = " ".join(rng.choice(words) for _ in range(rng.randint(0, 9)))
+        assert distance(a, b) == edit_distance(tokens(a), tokens(b)), (a, b)
+    assert distance("A dog barks.", "A dog barks.") == 0
+    assert distance("It is a dog that barks.", "A dog barks.") == 3
+
+
 def test_preload_imports_nltk_in_the_background_and_distance_waits_for_it():
     import subprocess
     import sys
