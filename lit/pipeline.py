@@ -654,8 +654,11 @@ class Transformer:
     def _run_jobs(self, jobs: list[_Job]) -> None:
         """Parse, apply, generate, rank (one LM call) and verify *jobs*."""
         todo = self._lookup(jobs)
+        # one parse per sentence here, as with workers (_Schedule): a transient
+        # failure is not kept in the parse cache, and must not be met once per chain
+        parses: dict[tuple[str, int | None], Parsed] = {}
         for job in todo:
-            self._prepare(job)
+            self._prepare(job, parses)
         self._finish(todo)
 
     def _lookup(self, jobs: Iterable[_Job]) -> list[_Job]:
@@ -707,10 +710,17 @@ class Transformer:
     # the ACE-bound stage of one job, in steps: here in one go (_prepare), or
     # spread over workers request by request (_Schedule)
 
-    def _prepare(self, job: _Job) -> None:
+    def _prepare(self, job: _Job, parses: dict[tuple[str, int | None], Parsed] | None = None
+                 ) -> None:
         if self._check(job):
             return
-        self._apply(job, self.parse(job.sentence, job.requested))
+        key = (job.sentence, job.requested)
+        parsed = None if parses is None else parses.get(key)
+        if parsed is None:
+            parsed = self.parse(job.sentence, job.requested)
+            if parses is not None:
+                parses[key] = parsed
+        self._apply(job, parsed)
         if job.line is not None:
             self._realized(job, self.realize(job.line))
 

@@ -162,6 +162,34 @@ def test_round_trip_cut_short_is_an_error_record_and_is_not_cached(
     assert again == fresh and [r["status"] for r in again] == ["ok", "ok"]
 
 
+def test_a_cut_short_selection_is_met_once_per_sentence_not_once_per_chain(
+        fake, tmp_path, monkeypatch, lit_home):
+    """Without workers too, a sentence is parsed (and its readings round-tripped)
+    once per chunk: a transient failure is not cached, and trying again for each
+    of the 63 chains of ``lit-paper`` multiplied a time limit's cost by 63."""
+    for key, value in fake_ace_env(tmp_path / "fake2", "erg-1214").items():
+        monkeypatch.setenv(key, value)
+    sentence, _ = _roundtrip_reading()
+    path = tmp_path / "in.txt"
+    path.write_text(sentence + "\n")
+    runner = CliRunner()
+    monkeypatch.setenv("FAKE_ACE_SLOW", "5")
+    monkeypatch.setenv("FAKE_ACE_SLOW_MODE", "generate")
+    requests = []
+    for specs in ("n", "n,f,m,p"):
+        report = tmp_path / f"report-{len(specs)}.json"
+        result = runner.invoke(app, ["transform", "--select", "roundtrip", "-r", specs, "--lm",
+                                     "none", "-j", "1", "--timeout", "1", "--no-cache",
+                                     "--report", str(report), str(path)],
+                               catch_exceptions=False)
+        assert result.exit_code == 0, result.stderr
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        assert all(r["reason"].startswith("timeout: parse: round trip") for r in records)
+        requests.append(json.loads(report.read_text())["ace_requests"])
+    assert requests[0]["roundtrip"] >= 1
+    assert requests[1] == requests[0]
+
+
 def test_transformer_does_not_remember_transient_outcomes(fake, tmp_path, monkeypatch):
     ace, image, _ = fake
     env = {**os.environ, **fake_ace_env(tmp_path / "fake2", "erg-1214")}
