@@ -131,6 +131,18 @@ def test_failed_items_get_error_lines_and_exit_zero(runner, fake_env, monkeypatc
     assert result.stderr.strip().splitlines()[-1] == "2 parsed, 0 no-parse, 2 errors"
 
 
+def test_a_round_trip_cut_short_is_an_error_line_not_a_crash(runner, fake_env, monkeypatch):
+    # every generation (the round trips of the readings) needs 5 s > 2 x --timeout 1
+    monkeypatch.setenv("FAKE_ACE_SLOW", "5")
+    monkeypatch.setenv("FAKE_ACE_SLOW_MODE", "generate")
+    result = invoke(runner, "parse", "--select", "roundtrip", "--timeout", "1", WALKING)
+    assert result.exit_code == 0, result.stderr
+    [out] = records(result)
+    assert out["readings"] and out["selected"] is None
+    assert out["error"].startswith("timeout: selection: round trip of a reading"), out["error"]
+    assert result.stderr.strip().splitlines()[-1] == "0 parsed, 0 no-parse, 1 errors"
+
+
 def test_parse_then_generate_round_trip(runner, fake_env, tmp_path):
     parsed = invoke(runner, "parse", "--select", "roundtrip", WALKING, CHASES,
                     "Colourless green ideas sleep.")

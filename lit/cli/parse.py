@@ -169,7 +169,7 @@ def parse_command(
 
 def _parse_one(item: Any, parser: Any, generator: Any, method: str, max_words: int | None,
                dmrs: bool, tree: bool) -> dict[str, Any]:
-    from lit.interface import ParseResult
+    from lit.interface import ParseResult, TransientFailure
     from lit.parse import select_reading
     from lit.records import parse_record
 
@@ -183,13 +183,18 @@ def _parse_one(item: Any, parser: Any, generator: Any, method: str, max_words: i
         result = parser.parse(item.sentence)
     selected = None
     if result.readings and result.error is None:
-        selected = select_reading(result, method, generator=generator)
+        try:
+            selected = select_reading(result, method, generator=generator)
+        except TransientFailure as exc:  # the readings stand; the selection is undecided
+            record = parse_record(item.id, result, None, dmrs=dmrs, tree=tree)
+            record["error"] = f"{exc.failure}: selection: {exc.detail}"
+            return record
     return parse_record(item.id, result, selected, dmrs=dmrs, tree=tree)
 
 
 def _parse_outcome(record: dict[str, Any]) -> str:
     if record["readings"]:
-        return "parsed"
+        return "errors" if record["error"] else "parsed"
     error = record["error"] or "no parse"
     if error == "no parse":
         return "no-parse"
