@@ -29,7 +29,14 @@ ACE's order says nothing about plausibility. Three methods exist:
     sentences each), the selected reading is always among the first 6
     distinct candidates in structural order, while a long ambiguous sentence
     none of whose readings regenerates it costs a second or more per
-    generation.
+    generation. A reading with more than :data:`MAX_ROUNDTRIP_REALIZATIONS`
+    (400) realizations does not round-trip, and no candidate after it is
+    tried: ACE stops unpacking there (its ``-n``), so the answer does not
+    depend on which realizations it found first. On 300 further SNLI
+    sentences (ERG 1214), every reading selected had at most 384
+    realizations and none came after a candidate with more than 256, while
+    the 4 candidates of one 30-word sentence each took 6-11 s to unpack the
+    1001 realizations the generation cap asks for (none round-tripped).
 ``roundtrip``
     the first candidate reading (in ACE's order) that round-trips;
 ``first``
@@ -80,6 +87,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "MAX_ROUNDTRIPS",
+    "MAX_ROUNDTRIP_REALIZATIONS",
     "SelectMethod",
     "SELECT_METHODS",
     "Selection",
@@ -102,6 +110,9 @@ DEFAULT_SELECT = "ranked"
 #: at most this many distinct candidate MRSs are regenerated to select a reading
 #: (in structural order): a bound on what selection costs per sentence
 MAX_ROUNDTRIPS = 6
+#: a reading with more realizations than this does not round-trip, and once a
+#: candidate has that many no further candidate of the sentence is tried
+MAX_ROUNDTRIP_REALIZATIONS = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,25 +180,37 @@ def same_surface(a: str, b: str) -> bool:
     return surface_key(a) == surface_key(b)
 
 
-def roundtrips(reading: MRS | str, sentence: str, generator: Generator) -> bool:
-    """``True`` if *generator* realizes *reading* (spans removed) as *sentence*.
+def roundtrips(reading: MRS | str, sentence: str, generator: Generator, *,
+               max_realizations: int | None = MAX_ROUNDTRIP_REALIZATIONS) -> bool:
+    """``True`` if *generator* realizes *reading* (spans removed) as *sentence*
+    and has at most *max_realizations* realizations (``None``: any number).
 
     Raises:
         TransientFailure: generation was cut by a time or memory limit or a
             crash, so the question cannot be decided now (it is not a "no")
     """
+    return _round_trip(reading, sentence, generator, max_realizations) == "yes"
+
+
+def _round_trip(reading: MRS | str, sentence: str, generator: Generator,
+                max_realizations: int | None) -> str:
+    """``"yes"``, ``"no"`` or ``"overgenerates"`` (more than *max_realizations*
+    realizations: the answer does not depend on which ones ACE unpacked first)."""
     m = decode_mrs(reading)
     result = generator.generate(strip_lnk(m))
+    if result.failure == "overgeneration" or (
+            max_realizations is not None and len(result.surfaces) > max_realizations):
+        return "overgenerates"
     target = surface_key(sentence)
     spellings = respellings(m, sentence)  # "a Pink jacket": a word the lexicon lacks
     if any(surface_key(respell(s, spellings)) == target for s in result.surfaces):
-        return True  # found, even among the realizations of a cut-short run
+        return "yes"  # found, even among the realizations of a cut-short run
     if getattr(result, "transient", False):
         raise TransientFailure(result.failure or "timeout",
                                f"round trip of a reading: {result.error}")
     if result.error:
         logger.info("round trip of a reading of %r failed: %s", sentence, result.error)
-    return False
+    return "no"
 
 
 def structure(m: MRS, sentence: str, nouns: Collection[tuple[int, int]] = ()
@@ -239,6 +262,7 @@ def select(
     sentence: str | None = None,
     generator: Generator | None = None,
     limit: int | None = MAX_ROUNDTRIPS,
+    max_realizations: int | None = MAX_ROUNDTRIP_REALIZATIONS,
 ) -> Selection:
     """Select a reading of *result* (see the module notes) and say why.
 
@@ -251,6 +275,8 @@ def select(
             at the first reading that round-trips
         limit: ``ranked`` regenerates at most this many distinct candidate
             MRSs (``None``: all); ``roundtrip`` tries them all
+        max_realizations: a reading with more realizations does not
+            round-trip, and no candidate after it is tried (``None``: no bound)
     Raises:
         ValueError: unknown *method*, or a round trip without a generator
         TransientFailure: a round trip that was needed could not be
@@ -295,7 +321,7 @@ def select(
         order.append((cost, i, m))
     order.sort(key=lambda entry: (entry[0], entry[1]))
     tried: dict[str, int] = {}  # readings with the same MRS regenerate the same
-    for cost, i, m in order:
+    for k, (cost, i, m) in enumerate(order):
         line = mrs_for_generation(strip_lnk(m))
         if line in tried:
             notes[i] = f"the same MRS as reading {tried[line]}: does not regenerate the sentence"
@@ -304,7 +330,17 @@ def select(
             notes[i] = f"not tried: {limit} distinct candidate MRSs were tried before"
             continue
         tried[line] = i
-        if roundtrips(m, sentence, generator):
+        answer = _round_trip(m, sentence, generator, max_realizations)
+        if answer == "overgenerates":
+            notes[i] = (f"more than {max_realizations} realizations: does not round-trip; "
+                        "no further candidate is tried")
+            for _, j, _ in order[k + 1:]:
+                if notes[j] is None:
+                    notes[j] = (f"not tried: reading {i} has more than {max_realizations} "
+                                "realizations")
+            overgenerated = i
+            break
+        if answer == "yes":
             notes[i] = "round-trips"
             if method == "roundtrip":
                 why = "the first candidate reading that regenerates the sentence"
@@ -316,10 +352,14 @@ def select(
             return Selection(i, method, f"reading {i} of {n}: {why} (selection: {method})",
                              tuple(notes))
         notes[i] = "does not regenerate the sentence"
+    else:
+        overgenerated = None
     reason = (f"none of the {n} readings is a full-clause reading that regenerates the "
               f"sentence ({len(order)} candidates, {len(tried)} distinct MRSs tried"
               + (f", at most {limit}" if method == "ranked" and limit is not None
                  and len(tried) >= limit else "")
+              + (f"; reading {overgenerated} has more than {max_realizations} realizations, "
+                 "so no later one was tried" if overgenerated is not None else "")
               + ")")
     return Selection(None, method, reason, tuple(notes))
 

@@ -215,6 +215,10 @@ class Transformer:
         self.home = Path(home) if home is not None else lit_home(self.env)
         self.parser: Parser | None = parser
         self.generator: Generator | None = generator
+        #: realizes readings to select one (a second ACE process, whose ``-n`` stops
+        #: unpacking at :data:`~lit.parse.MAX_ROUNDTRIP_REALIZATIONS`); ``None``: the
+        #: generator does it
+        self.roundtrip_generator: Generator | None = None
         self._injected = (parser, generator)
         self.profile: GrammarProfile | None = None
         self.grammar: Grammar | None = None
@@ -283,6 +287,10 @@ class Transformer:
                                                   max_realizations=self.max_realizations,
                                                   **self.ace_options)
                     self._started.append(self.generator)
+                    self.roundtrip_generator = AceGenerator(
+                        self.grammar.image, executable=ace, env=self.env,
+                        max_realizations=self._roundtrip_cap(), **self.ace_options)
+                    self._started.append(self.roundtrip_generator)
             if self.reranker is not None and not self.reranker.loaded:
                 self.reranker.load()
                 self._loaded_reranker = True
@@ -298,6 +306,7 @@ class Transformer:
             proc = self._started.pop()
             proc.close()
         self.parser, self.generator = self._injected
+        self.roundtrip_generator = None
         if self._loaded_reranker and self.reranker is not None:
             self.reranker.close()
             self._loaded_reranker = False
@@ -422,24 +431,33 @@ class Transformer:
         parser = self.parser
         key = getattr(parser, "key", None)
         cache = getattr(parser, "cache", None)
+        cap = self._roundtrip_cap()  # a reading with more realizations does not round-trip
         if key is not None and cache is not None:
             from lit.cache import canonical_options
             from lit.parse import MAX_ROUNDTRIPS
 
-            # a reading with more realizations than the cap does not round-trip
-            cap = getattr(self.generator, "max_realizations", self.max_realizations)
             key = dataclasses.replace(key, options=canonical_options(
                 {"parse": key.options, "select": self.select, "limit": MAX_ROUNDTRIPS,
                  "realizations": cap}))
             known = cache.get(key, sentence)
             if known is not None:
                 return Selection.from_dict(known)
-        generator = None if self.generator is None else _Counted(
-            self.generator, self.requests, "roundtrip")
-        chosen = select(result, self.select, sentence=sentence, generator=generator)
+        backend = self.roundtrip_generator or self.generator
+        generator = None if backend is None else _Counted(backend, self.requests, "roundtrip")
+        chosen = select(result, self.select, sentence=sentence, generator=generator,
+                        max_realizations=cap)
         if key is not None and cache is not None:  # an answer (transient ones raise)
             cache.put(key, sentence, chosen.to_dict())
         return chosen
+
+    def _roundtrip_cap(self) -> int | None:
+        """The most realizations a round-tripping reading may have: the
+        selection's bound, or the generator's cap if that is lower."""
+        from lit.parse import MAX_ROUNDTRIP_REALIZATIONS
+
+        caps = [c for c in (MAX_ROUNDTRIP_REALIZATIONS, getattr(
+            self.generator, "max_realizations", self.max_realizations)) if c is not None]
+        return min(caps) if caps else None
 
     def _parse_request(self, sentence: str, kind: str = "parse") -> Any:
         """The parser's result for *sentence*, counted in :attr:`requests`."""

@@ -422,3 +422,32 @@ def test_a_final_verb_another_reading_reads_as_a_noun_is_a_sign_of_a_misreading(
                      "[ _run_v_1<6:11> LBL: h1 ARG0: e2 ARG1: x3 ] > HCONS: < h0 qeq h1 "
                      "h5 qeq h7 > ]")
     assert structure(dog, "A dog runs.", {(6, 11)}) == (0, 1, 0)
+
+
+def test_a_reading_with_too_many_realizations_ends_the_selection():
+    from lit.parse import MAX_ROUNDTRIP_REALIZATIONS
+
+    def reading(k: int) -> Reading:
+        return Reading(DOGS_BARK.replace("_dog_n_1", f"_dog{k}_n_1"))
+
+    many = tuple(f"Dogs bark {k}." for k in range(MAX_ROUNDTRIP_REALIZATIONS)) + ("Dogs bark.",)
+    assert len(many) == MAX_ROUNDTRIP_REALIZATIONS + 1
+    result = ParseResult("Dogs bark.", (reading(0), reading(1), reading(2)))
+    # the sentence is among reading 0's realizations, but it has one too many;
+    # reading 1 would round-trip, but after an overgenerating reading nothing is tried
+    gen = _Gen({reading(0).mrs: many, reading(1).mrs: ("Dogs bark.",)})
+    chosen = select(result, "ranked", generator=gen)
+    assert chosen.index is None and gen.calls == 1
+    assert chosen.notes[0].startswith(f"more than {MAX_ROUNDTRIP_REALIZATIONS} realizations")
+    assert chosen.notes[1] == chosen.notes[2] == (
+        f"not tried: reading 0 has more than {MAX_ROUNDTRIP_REALIZATIONS} realizations")
+    assert "reading 0 has more than" in chosen.reason
+    assert not roundtrips(reading(0).mrs, "Dogs bark.", gen)
+    # at the bound, the complete set is searched
+    exact = _Gen({reading(0).mrs: many[1:]})
+    assert select(result, "ranked", generator=exact).index == 0
+    # the generator's own cap (ACE's -n) refuses in the same way
+    capped = _Gen({}, error="more than 400 realizations", failure="overgeneration")
+    assert select(result, "roundtrip", generator=capped).index is None and capped.calls == 1
+    # no bound: the old behaviour
+    assert select(result, "ranked", generator=gen, max_realizations=None).index == 0

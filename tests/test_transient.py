@@ -197,17 +197,19 @@ def test_transformer_does_not_remember_transient_outcomes(fake, tmp_path, monkey
     with Transformer("erg-1214", reranker=None, env=env, select="roundtrip",
                      ace_options={"timeout": 1, "watchdog": 30}) as t:
         monkeypatch.setenv("FAKE_ACE_SLOW", "5")  # read by fake-ace processes started now
-        t.generator.close()  # type: ignore[union-attr]
-        t.generator = AceGenerator(t.grammar.image, executable=str(t.grammar.ace),
-                                   timeout=1, watchdog=30, env=dict(os.environ))
-        t._started.append(t.generator)
+        for name in ("generator", "roundtrip_generator"):
+            getattr(t, name).close()
+            setattr(t, name, AceGenerator(t.grammar.image, executable=str(t.grammar.ace),
+                                          timeout=1, watchdog=30, env=dict(os.environ)))
+            t._started.append(getattr(t, name))
         first = t.transform_sentence(sentence, "n")
         assert first.status == "error" and first.reason.startswith("timeout:")
         monkeypatch.delenv("FAKE_ACE_SLOW")
-        t.generator.close()  # type: ignore[union-attr]
-        t.generator = AceGenerator(t.grammar.image, executable=str(t.grammar.ace),
-                                   timeout=1, watchdog=30, env=dict(os.environ))
-        t._started.append(t.generator)
+        for name in ("generator", "roundtrip_generator"):
+            getattr(t, name).close()
+            setattr(t, name, AceGenerator(t.grammar.image, executable=str(t.grammar.ace),
+                                          timeout=1, watchdog=30, env=dict(os.environ)))
+            t._started.append(getattr(t, name))
         second = t.transform_sentence(sentence, "n")
     assert second.status == "ok"
 
@@ -236,6 +238,23 @@ def test_an_mrs_with_more_realizations_than_the_cap_is_refused(fake):
     assert within.ok and list(within.surfaces[:k]) == generated
     argvs = [e["argv"] for e in read_log(log) if e["event"] == "start"]
     assert [a[a.index("-n") + 1] for a in argvs] == [str(k), str(k + 1)]  # ACE: cap + 1
+
+
+def test_round_trips_go_to_an_ace_that_stops_unpacking_at_the_selection_bound(fake, tmp_path):
+    from lit.parse import MAX_ROUNDTRIP_REALIZATIONS
+
+    ace, image, log = fake
+    env = {**os.environ, **fake_ace_env(tmp_path / "fake2", "erg-1214")}
+    sentence, _ = _roundtrip_reading()
+    for cap, roundtrip_n in ((None, MAX_ROUNDTRIP_REALIZATIONS + 1), (1000, 401), (50, 51)):
+        log.unlink(missing_ok=True)
+        with Transformer("erg-1214", reranker=None, env=env, max_realizations=cap) as t:
+            assert t.transform_sentence(sentence, "n").status == "ok"
+            assert t.requests["roundtrip"] >= 1 and t.requests["generate"] == 1
+        starts = [e for e in read_log(log) if e["event"] == "start" and e["mode"] == "generate"]
+        ns = sorted((a[a.index("-n") + 1] if "-n" in a else "none")
+                    for a in (e["argv"] for e in starts))
+        assert ns == sorted([str(roundtrip_n), "none" if cap is None else str(cap + 1)]), ns
 
 
 def test_overgeneration_is_a_no_realization_answer_and_remembered(fake, tmp_path):

@@ -139,6 +139,7 @@ def parse_command(
     reason. The exit code is 0 even if some sentences have no parse.
     """
     from lit.ace import AceGenerator, AceParser
+    from lit.parse import MAX_ROUNDTRIP_REALIZATIONS
 
     if sentences and input_path is not None:
         raise typer.BadParameter("give sentences as arguments or with --input, not both",
@@ -152,7 +153,9 @@ def parse_command(
             progress("parsing", total=total) as bar:
         # ACE's version is known now: the generator need not run `ace -V` again
         kwargs["ace_version"] = parser.ace_version
-        generator = AceGenerator(g.image, **kwargs) if select is not _Select.first else None
+        # realizes readings only to select one: unpacking stops past the selection's bound
+        generator = AceGenerator(g.image, max_realizations=MAX_ROUNDTRIP_REALIZATIONS,
+                                 **kwargs) if select is not _Select.first else None
         try:
             for item in _sentence_items(sentences, input_path, on_error.value):
                 record = _parse_one(item, parser, generator, select.value, max_words,
