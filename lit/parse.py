@@ -30,13 +30,12 @@ ACE's order says nothing about plausibility. Three methods exist:
     distinct candidates in structural order, while a long ambiguous sentence
     none of whose readings regenerates it costs a second or more per
     generation. A reading with more than :data:`MAX_ROUNDTRIP_REALIZATIONS`
-    (400) realizations does not round-trip, and no candidate after it is
-    tried: ACE stops unpacking there (its ``-n``), so the answer does not
-    depend on which realizations it found first. On 300 further SNLI
-    sentences (ERG 1214), every reading selected had at most 384
-    realizations and none came after a candidate with more than 256, while
-    the 4 candidates of one 30-word sentence each took 6-11 s to unpack the
-    1001 realizations the generation cap asks for (none round-tripped).
+    (700) realizations does not round-trip: ACE stops unpacking there (its
+    ``-n``), so the answer does not depend on which realizations it found
+    first. On 330 SNLI sentences (ERG 1214), every selected reading had at
+    most 640 realizations, while the 4 candidates of one 30-word sentence
+    each took 6-11 s to unpack the 1001 realizations the generation cap asks
+    for (none round-tripped; 700 cost about 5 s each).
 ``roundtrip``
     the first candidate reading (in ACE's order) that round-trips;
 ``first``
@@ -110,9 +109,8 @@ DEFAULT_SELECT = "ranked"
 #: at most this many distinct candidate MRSs are regenerated to select a reading
 #: (in structural order): a bound on what selection costs per sentence
 MAX_ROUNDTRIPS = 6
-#: a reading with more realizations than this does not round-trip, and once a
-#: candidate has that many no further candidate of the sentence is tried
-MAX_ROUNDTRIP_REALIZATIONS = 400
+#: a reading with more realizations than this does not round-trip
+MAX_ROUNDTRIP_REALIZATIONS = 700
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,13 +192,16 @@ def roundtrips(reading: MRS | str, sentence: str, generator: Generator, *,
 
 def _round_trip(reading: MRS | str, sentence: str, generator: Generator,
                 max_realizations: int | None) -> str:
-    """``"yes"``, ``"no"`` or ``"overgenerates"`` (more than *max_realizations*
-    realizations: the answer does not depend on which ones ACE unpacked first)."""
+    """``"yes"``, or why not (a note of :class:`Selection`).
+
+    More than *max_realizations* realizations is a "no" whichever ones ACE
+    unpacked first (so the answer does not depend on them)."""
     m = decode_mrs(reading)
     result = generator.generate(strip_lnk(m))
-    if result.failure == "overgeneration" or (
-            max_realizations is not None and len(result.surfaces) > max_realizations):
-        return "overgenerates"
+    if result.failure == "overgeneration":
+        return f"does not regenerate the sentence: {result.error}"
+    if max_realizations is not None and len(result.surfaces) > max_realizations:
+        return f"does not regenerate the sentence: more than {max_realizations} realizations"
     target = surface_key(sentence)
     spellings = respellings(m, sentence)  # "a Pink jacket": a word the lexicon lacks
     if any(surface_key(respell(s, spellings)) == target for s in result.surfaces):
@@ -210,7 +211,7 @@ def _round_trip(reading: MRS | str, sentence: str, generator: Generator,
                                f"round trip of a reading: {result.error}")
     if result.error:
         logger.info("round trip of a reading of %r failed: %s", sentence, result.error)
-    return "no"
+    return "does not regenerate the sentence"
 
 
 def structure(m: MRS, sentence: str, nouns: Collection[tuple[int, int]] = ()
@@ -276,7 +277,7 @@ def select(
         limit: ``ranked`` regenerates at most this many distinct candidate
             MRSs (``None``: all); ``roundtrip`` tries them all
         max_realizations: a reading with more realizations does not
-            round-trip, and no candidate after it is tried (``None``: no bound)
+            round-trip (``None``: no bound)
     Raises:
         ValueError: unknown *method*, or a round trip without a generator
         TransientFailure: a round trip that was needed could not be
@@ -321,7 +322,7 @@ def select(
         order.append((cost, i, m))
     order.sort(key=lambda entry: (entry[0], entry[1]))
     tried: dict[str, int] = {}  # readings with the same MRS regenerate the same
-    for k, (cost, i, m) in enumerate(order):
+    for cost, i, m in order:
         line = mrs_for_generation(strip_lnk(m))
         if line in tried:
             notes[i] = f"the same MRS as reading {tried[line]}: does not regenerate the sentence"
@@ -331,35 +332,23 @@ def select(
             continue
         tried[line] = i
         answer = _round_trip(m, sentence, generator, max_realizations)
-        if answer == "overgenerates":
-            notes[i] = (f"more than {max_realizations} realizations: does not round-trip; "
-                        "no further candidate is tried")
-            for _, j, _ in order[k + 1:]:
-                if notes[j] is None:
-                    notes[j] = (f"not tried: reading {i} has more than {max_realizations} "
-                                "realizations")
-            overgenerated = i
-            break
-        if answer == "yes":
-            notes[i] = "round-trips"
-            if method == "roundtrip":
-                why = "the first candidate reading that regenerates the sentence"
-            else:
-                misread = f", {cost[1]} signs of a misreading" if cost[1] else ""
-                why = (f"the best-structured candidate that regenerates the sentence "
-                       f"({cost[0]} common words read as names{misread}, {cost[2]} "
-                       "named/unknown/compound EPs)")
-            return Selection(i, method, f"reading {i} of {n}: {why} (selection: {method})",
-                             tuple(notes))
-        notes[i] = "does not regenerate the sentence"
-    else:
-        overgenerated = None
+        if answer != "yes":
+            notes[i] = answer
+            continue
+        notes[i] = "round-trips"
+        if method == "roundtrip":
+            why = "the first candidate reading that regenerates the sentence"
+        else:
+            misread = f", {cost[1]} signs of a misreading" if cost[1] else ""
+            why = (f"the best-structured candidate that regenerates the sentence "
+                   f"({cost[0]} common words read as names{misread}, {cost[2]} "
+                   "named/unknown/compound EPs)")
+        return Selection(i, method, f"reading {i} of {n}: {why} (selection: {method})",
+                         tuple(notes))
     reason = (f"none of the {n} readings is a full-clause reading that regenerates the "
               f"sentence ({len(order)} candidates, {len(tried)} distinct MRSs tried"
               + (f", at most {limit}" if method == "ranked" and limit is not None
                  and len(tried) >= limit else "")
-              + (f"; reading {overgenerated} has more than {max_realizations} realizations, "
-                 "so no later one was tried" if overgenerated is not None else "")
               + ")")
     return Selection(None, method, reason, tuple(notes))
 

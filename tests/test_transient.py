@@ -246,7 +246,7 @@ def test_round_trips_go_to_an_ace_that_stops_unpacking_at_the_selection_bound(fa
     ace, image, log = fake
     env = {**os.environ, **fake_ace_env(tmp_path / "fake2", "erg-1214")}
     sentence, _ = _roundtrip_reading()
-    for cap, roundtrip_n in ((None, MAX_ROUNDTRIP_REALIZATIONS + 1), (1000, 401), (50, 51)):
+    for cap, roundtrip_n in ((None, MAX_ROUNDTRIP_REALIZATIONS + 1), (1000, 701), (50, 51)):
         log.unlink(missing_ok=True)
         with Transformer("erg-1214", reranker=None, env=env, max_realizations=cap) as t:
             assert t.transform_sentence(sentence, "n").status == "ok"
