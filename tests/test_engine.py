@@ -380,7 +380,8 @@ def test_pipeline_with_workers_reads_input_lazily(tmp_path):
 
 def test_main_process_starts_no_idle_ace_with_workers(tmp_path):
     # with -j 2 the workers parse and generate; the main process only ranks and
-    # labels, so exactly 2 parsers + 2 generators run (fake-ace stands in for ACE)
+    # labels, so exactly 2 parsers + 2 x 2 generators run (each transformer has one
+    # for the round trips of reading selection; fake-ace stands in for ACE)
     from conftest import snli_sample_path
     from fake_ace_support import fake_ace_env, peak_processes
 
@@ -400,8 +401,8 @@ def test_main_process_starts_no_idle_ace_with_workers(tmp_path):
         assert proc.returncode == 0, proc.stderr
         # (a parser is a fresh ACE process per sentence: count those alive at once)
         starts[workers] = peak_processes(log)
-    assert starts["1"] == {"generate": 1, "parse": 1}
-    assert starts["2"] == {"generate": 2, "parse": 2}
+    assert starts["1"] == {"generate": 2, "parse": 1}
+    assert starts["2"] == {"generate": 4, "parse": 2}
 
 
 @pytest.mark.parametrize("workers", [1, 2])
