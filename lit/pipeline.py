@@ -287,10 +287,11 @@ class Transformer:
                                                   max_realizations=self.max_realizations,
                                                   **self.ace_options)
                     self._started.append(self.generator)
-                    self.roundtrip_generator = AceGenerator(
-                        self.grammar.image, executable=ace, env=self.env,
-                        max_realizations=self._roundtrip_cap(), **self.ace_options)
-                    self._started.append(self.roundtrip_generator)
+                    if self.select != "first":  # "first" needs no round trips
+                        self.roundtrip_generator = AceGenerator(
+                            self.grammar.image, executable=ace, env=self.env,
+                            max_realizations=self._roundtrip_cap(), **self.ace_options)
+                        self._started.append(self.roundtrip_generator)
             if self.reranker is not None and not self.reranker.loaded:
                 self.reranker.load()
                 self._loaded_reranker = True
@@ -532,7 +533,7 @@ class Transformer:
             self._run_jobs([job])
         else:  # not the selected reading: nothing to share with other items
             self._require()
-            self._prepare(job)
+            self._prepare(job, {})
             self._finish([job], remember=False)
         assert job.result is not None
         return job.result
@@ -728,16 +729,14 @@ class Transformer:
     # the ACE-bound stage of one job, in steps: here in one go (_prepare), or
     # spread over workers request by request (_Schedule)
 
-    def _prepare(self, job: _Job, parses: dict[tuple[str, int | None], Parsed] | None = None
-                 ) -> None:
+    def _prepare(self, job: _Job, parses: dict[tuple[str, int | None], Parsed]) -> None:
+        """The job's ACE-bound stage; *parses* holds the parses of the jobs run with it."""
         if self._check(job):
             return
         key = (job.sentence, job.requested)
-        parsed = None if parses is None else parses.get(key)
+        parsed = parses.get(key)
         if parsed is None:
-            parsed = self.parse(job.sentence, job.requested)
-            if parses is not None:
-                parses[key] = parsed
+            parsed = parses[key] = self.parse(job.sentence, job.requested)
         self._apply(job, parsed)
         if job.line is not None:
             self._realized(job, self.realize(job.line))
