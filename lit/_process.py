@@ -12,7 +12,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["StderrTail", "Watchdog"]
+__all__ = ["StderrTail", "Watchdog", "resident_megabytes"]
 
 logger = logging.getLogger("lit.ace")
 
@@ -107,3 +107,16 @@ class Watchdog:
                 self._fired = self._serial
                 self._deadline = None
                 self._expire()
+
+
+def resident_megabytes(pid: int) -> float | None:
+    """The resident memory of process *pid* in megabytes (Linux ``/proc``;
+    ``None`` where that cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

@@ -228,6 +228,25 @@ def test_generate_strips_lnk_and_reproduces_the_sentence(fake):
     assert "-e" in _starts(log)[0]["argv"]
 
 
+def test_generator_grown_past_renew_megabytes_is_replaced_before_the_next_item(fake):
+    # the fake ACE is a Python process of some megabytes: a bound of 1 MB is
+    # exceeded after every item, so every item after the first gets a fresh process
+    ace, image, log = fake
+    rows = [r for r in recorded("erg-1214", "transforms") if r["output_mrs"] and r["generated"]][:3]
+    with AceGenerator(image, executable=ace, renew_megabytes=1) as generator:
+        grown = [generator.generate(row["output_mrs"]) for row in rows]
+        assert generator.renewals == 2 and generator.restarts == 0
+    with AceGenerator(image, executable=ace) as generator:  # 400 MB: never reached
+        kept = [generator.generate(row["output_mrs"]) for row in rows]
+        assert generator.renewals == 0
+    assert grown == kept
+    events = read_log(log)
+    items = [e["pid"] for e in events if e["event"] == "item"]
+    assert len(set(items[:3])) == 3 and len(set(items[3:])) == 1
+    with pytest.raises(ValueError, match="renew_megabytes"):
+        AceGenerator(image, executable=ace, renew_megabytes=0)
+
+
 def test_generate_unknown_mrs_gives_no_realization(fake):
     ace, image, _ = fake
     mrs = "[ TOP: h0 INDEX: e2 RELS: < [ _zzz_v_1 LBL: h1 ARG0: e2 ] > HCONS: < h0 qeq h1 > ]"
@@ -495,3 +514,26 @@ def test_erg_2018_round_trip_through_fake_ace(tmp_path, monkeypatch):
         result = parser.parse(row["sentence"])
         assert [r.mrs for r in result.readings] == [r["mrs"] for r in row["readings"]]
         assert select_reading(result, "roundtrip", generator=generator) == row["selected"]
+
+
+@pytest.mark.ace
+def test_real_ace_generator_renewal_keeps_results():
+    # a real ACE generator is well above 1 MB after any item: renewed before
+    # every item, it must give exactly what one persistent process gives
+    ace, image = real_ace("erg-1214")
+    with AceParser(image, executable=ace) as parser, AceGenerator(image, executable=ace) as gen:
+        result = parser.parse(DOG)
+        selected = select_reading(result, "roundtrip", generator=gen)
+    assert selected is not None
+    mrs = result.readings[selected].mrs
+    with AceGenerator(image, executable=ace) as kept:
+        once = [kept.generate(mrs) for _ in range(3)]
+        assert kept.renewals == 0
+    with AceGenerator(image, executable=ace, renew_megabytes=1) as renewed:
+        pids = []
+        again = []
+        for _ in range(3):
+            again.append(renewed.generate(mrs))
+            pids.append(renewed.pid)
+        assert renewed.renewals == 2
+    assert again == once and len(set(pids)) == 3
