@@ -435,11 +435,11 @@ class Transformer:
         cap = self._roundtrip_cap()  # a reading with more realizations does not round-trip
         if key is not None and cache is not None:
             from lit.cache import canonical_options
-            from lit.parse import MAX_ROUNDTRIPS
+            from lit.parse import LARGE_READING_EPS, MAX_ROUNDTRIPS
 
             key = dataclasses.replace(key, options=canonical_options(
                 {"parse": key.options, "select": self.select, "limit": MAX_ROUNDTRIPS,
-                 "realizations": cap}))
+                 "realizations": cap, "large": LARGE_READING_EPS}))
             known = cache.get(key, sentence)
             if known is not None:
                 return Selection.from_dict(known)

@@ -22,7 +22,7 @@ from conftest import real_ace, recorded
 from lit.ace import AceGenerator, AceParser, generate_from_iterable, parse_from_iterable
 from lit.errors import ACEError, LitError
 from lit.interface import GenerationResult, Generator, Parser, ParseResult, Reading
-from lit.parse import select_reading, surface_key
+from lit.parse import select, select_reading, surface_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_ace_support import fake_ace, read_log  # noqa: E402
@@ -537,3 +537,21 @@ def test_real_ace_generator_renewal_keeps_results():
             pids.append(renewed.pid)
         assert renewed.renewals == 2
     assert again == once and len(set(pids)) == 3
+
+
+@pytest.mark.ace
+def test_real_ace_selection_stops_after_a_large_overgenerating_reading():
+    # 30 words, 52-55 EPs per candidate, each with more than 700 realizations:
+    # 4-8 s each; the first one ends the selection
+    ace, image = real_ace("erg-1214")
+    sentence = ("Two young children in blue jerseys, one with the number 9 and one with the "
+                "number 2 are standing on wooden steps in a bathroom and washing their hands "
+                "in a sink.")
+    with AceParser(image, executable=ace, n=10) as parser, \
+            AceGenerator(image, executable=ace, max_realizations=700) as gen:
+        result = parser.parse(sentence)
+        items = gen.items
+        chosen = select(result, "ranked", generator=gen)
+        assert gen.items - items == 1  # one generation request, no retry
+    assert chosen.index is None
+    assert "at least 40 EPs has too many realizations" in chosen.reason

@@ -450,3 +450,44 @@ def test_a_reading_with_too_many_realizations_does_not_round_trip():
     assert chosen.notes[0] == "does not regenerate the sentence: more than 700 realizations"
     # no bound: the sentence is found among them
     assert select(result, "ranked", generator=gen, max_realizations=None).index == 0
+
+
+def test_a_large_reading_with_too_many_realizations_ends_ranked_selection():
+    # the 30-word SNLI sentence "Two young children in blue jerseys, ..." (real ERG
+    # 1214): 4 candidates of 52-55 EPs, each over 700 realizations at 4-8 s each
+    from lit.parse import LARGE_READING_EPS
+
+    def reading(k: int, eps: int) -> Reading:
+        adjectives = " ".join(f"[ _big{j}_a_1 LBL: h7 ARG0: e{100 + j} ARG1: x3 ]"
+                              for j in range(eps - 3))
+        return Reading(DOGS_BARK.replace("_dog_n_1", f"_dog{k}_n_1")
+                       .replace("> HCONS", adjectives + " > HCONS"))
+
+    large = [reading(k, LARGE_READING_EPS) for k in range(3)]
+    assert len(decode_mrs(large[0].mrs).rels) == LARGE_READING_EPS
+    result = ParseResult("Dogs bark.", tuple(large))
+
+    class _Over(_Gen):  # reading 0 overgenerates, reading 1 round-trips
+        def generate(self, mrs):
+            self.calls += 1
+            key = mrs_for_generation(mrs)
+            if key in self.answers:
+                return GenerationResult(key, self.answers[key])
+            return GenerationResult(key, (), "more than 700 realizations", "overgeneration")
+
+    over = _Over({large[1].mrs: ("Dogs bark.",)})
+    chosen = select(result, "ranked", generator=over)
+    assert chosen.index is None and over.calls == 1
+    assert chosen.notes[1].startswith("not tried: reading 0 (at least 40 EPs)")
+    assert "reading 0 of at least 40 EPs has too many realizations" in chosen.reason
+    # "roundtrip" tries every candidate
+    over = _Over({large[1].mrs: ("Dogs bark.",)})
+    assert select(result, "roundtrip", generator=over).index == 1 and over.calls == 2
+    # one EP fewer: the next candidate is tried
+    smaller = [reading(k, LARGE_READING_EPS - 1) for k in range(2)]
+    over = _Over({smaller[1].mrs: ("Dogs bark.",)})
+    chosen = select(ParseResult("Dogs bark.", tuple(smaller)), "ranked", generator=over)
+    assert chosen.index == 1 and over.calls == 2
+    # a large reading that merely fails to round-trip does not end the selection
+    plain = _Gen({large[1].mrs: ("Dogs bark.",)})
+    assert select(result, "ranked", generator=plain).index == 1 and plain.calls == 2
