@@ -69,8 +69,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lit._process import StderrTail as _StderrTail
-from lit._process import resident_megabytes as _resident_megabytes
 from lit._process import Watchdog as _Watchdog
+from lit._process import resident_megabytes as _resident_megabytes
 from lit.errors import ACEError
 from lit.interface import GenerationResult, ParseResult, Reading
 

@@ -232,7 +232,8 @@ def test_generator_grown_past_renew_megabytes_is_replaced_before_the_next_item(f
     # the fake ACE is a Python process of some megabytes: a bound of 1 MB is
     # exceeded after every item, so every item after the first gets a fresh process
     ace, image, log = fake
-    rows = [r for r in recorded("erg-1214", "transforms") if r["output_mrs"] and r["generated"]][:3]
+    rows = [r for r in recorded("erg-1214", "transforms")
+            if r["output_mrs"] and r["generated"]][:3]
     with AceGenerator(image, executable=ace, renew_megabytes=1) as generator:
         grown = [generator.generate(row["output_mrs"]) for row in rows]
         assert generator.renewals == 2 and generator.restarts == 0
