@@ -21,8 +21,8 @@ run needs:
   it take, and on the real ERG a process that has grown past a few hundred
   megabytes is slower on every later item and may hit its memory limit on an
   item a fresh process completes. When the process's resident memory exceeds
-  *renew_megabytes* after an item, it is replaced by a fresh one before the
-  next item (about 50 ms; the image is memory-mapped). Replaying the 373
+  *renew_megabytes* after an item, it is replaced by a fresh one at once
+  (about 50 ms, while lit works on the answer; the image is memory-mapped). Replaying the 373
   generation requests of 30 SNLI sentences of the ``lit-paper`` workload
   (ERG 1214), renewal above 400 MB made 2 renewals and took 104 s instead of
   112 s, with identical results;
@@ -442,7 +442,6 @@ class _AceProcess:
         """How many items were sent to ACE."""
         self._tails: dict[int, _StderrTail] = {}
         self._items_on_process = 0
-        self._grown = False  # resident memory above renew_megabytes after the last item
         self._spawned = 0
         self._closed = False
         self._watchdog = None if watchdog is None else _Watchdog(watchdog, self._expire)
@@ -563,19 +562,25 @@ class _AceProcess:
 
     def _renew(self) -> None:
         """Replace the idle ACE process by a new one (``fresh`` mode, retries)."""
-        p = self._proc._p
-        try:  # politely: end of input (ACE exits at once), then kill
-            if p.stdin is not None:
-                p.stdin.close()
-            p.wait(timeout=1.0)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        self._reap(p)
+        # ACE is between items and has nothing to finish: killed at once, not
+        # ended with end of input and waited for (a polling wait costs some
+        # 10 ms per renewal, a parse's worth with a fresh parser per sentence)
+        self._reap(self._proc._p)
         self.renewals += 1
         self._reopen()
 
+    def _grown(self, pid: int) -> bool:
+        """``True`` if process *pid* is resident above *renew_megabytes*."""
+        if self.renew_megabytes is None:
+            return False
+        rss = _resident_megabytes(pid)
+        if rss is None or rss <= self.renew_megabytes:
+            return False
+        logger.info("ACE %s grew to %.0f MB (more than %g MB); replacing it by a fresh "
+                    "process", self._kind, rss, self.renew_megabytes)
+        return True
+
     def _reopen(self) -> None:
-        self._grown = False
         proc = self._proc
         proc._lit_may_open = True
         try:
@@ -630,11 +635,6 @@ class _AceProcess:
         failure)`` with *failure* one of :data:`lit.interface.FAILURES`."""
         if self._closed:
             raise ACEError(f"the ACE {self._kind} is closed")
-        if self._items_on_process and (self.fresh or self._grown):
-            if self._grown:
-                logger.info("ACE %s grew past %g MB; replacing it by a fresh process",
-                            self._kind, self.renew_megabytes)
-            self._renew()
         attempt = 0
         while True:
             proc = self._proc
@@ -674,9 +674,10 @@ class _AceProcess:
                 ), "timeout"
             if problem is None and p.poll() is None:
                 self._items_on_process += 1
-                if self.renew_megabytes is not None:
-                    rss = _resident_megabytes(p.pid)
-                    self._grown = rss is not None and rss > self.renew_megabytes
+                if self.fresh or self._grown(p.pid):
+                    # now, not before the next item: the new ACE loads while lit
+                    # works on this answer
+                    self._renew()
                 return response, None, None
             if problem is None:
                 # a complete answer, then the process exited: keep the answer
@@ -824,17 +825,18 @@ class AceParser(_AceProcess):
         startup_wait: seconds to watch a new ACE for an immediate exit (a bad
             image); an exit later, before the first answer, is detected too
         close_timeout: seconds to let ACE finish after end of input
-        fresh: a new ACE process for every item (after the first), so that
-            the answer depends on the item alone: without a parse-ranking
-            model, which readings ACE returns under ``-n`` depends on what
-            the same process parsed before
+        fresh: a new ACE process for every item, so that the answer
+            depends on the item alone: without a parse-ranking model, which
+            readings ACE returns under ``-n`` depends on what the same
+            process parsed before. The next process is started as soon as an
+            item is answered, so it loads while lit works on the answer
         timeout_retries: how often an item cut by a time limit (ACE's
             ``--timeout`` or the watchdog) is tried again, each time with
             limits :data:`RETRY_FACTOR` times larger, before it is reported
             with ``failure == "timeout"``
-        renew_megabytes: replace the process by a fresh one before the next
-            item when its resident memory exceeds this many megabytes after
-            an item (``None``: never; see the module notes)
+        renew_megabytes: replace the process by a fresh one when its
+            resident memory exceeds this many megabytes after an item
+            (``None``: never; see the module notes)
     Raises:
         ACEError: ACE or the image is missing, or ACE exits at start
     Example:

@@ -324,8 +324,13 @@ def clean_realizations(surfaces: Iterable[str], original: str | None = None, *,
             continue
         seen.add(s)
         groups.setdefault(_comma_key(s), []).append((i, s))
+    keys: dict[str, tuple[int, int, str]] = {}
+
     def key(text: str) -> tuple[int, int, str]:
-        return (distance(text, original) if original is not None else 0, text.count(","), text)
+        if text not in keys:  # each text's distance is needed twice
+            keys[text] = (distance(text, original) if original is not None else 0,
+                          text.count(","), text)
+        return keys[text]
 
     kept: list[str] = []
     for members in groups.values():

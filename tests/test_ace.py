@@ -131,12 +131,13 @@ def test_fresh_parser_starts_a_process_per_sentence(fake):
     with AceParser(image, executable=ace) as parser:
         assert parser.fresh
         results = list(parser.parse_from_iterable(sentences))
-        assert parser.renewals == 4 and parser.restarts == 0
+        # each answer starts the next process at once (it loads meanwhile)
+        assert parser.renewals == 5 and parser.restarts == 0
     assert [r.sentence for r in results] == sentences
     events = read_log(log)
     starts = [e["pid"] for e in events if e["event"] == "start"]
     items = [e["pid"] for e in events if e["event"] == "item"]
-    assert len(set(starts)) == 5 and items == starts  # one item per process
+    assert len(set(starts)) == 6 and items == starts[:5]  # one item per process
     assert sum(e["event"] == "version" for e in events) == 1
 
 
@@ -149,10 +150,15 @@ def test_module_level_iterables_close_their_process(fake):
         image, [row["readings"][row["selected"]]["mrs"]], executable=ace))
     assert SENTENCE in generated[0].surfaces
     events = read_log(log)
-    # every process started (a fresh parser per sentence, one generator) ended
-    assert {e["pid"] for e in events if e["event"] == "start"} == {
-        e["pid"] for e in events if e["event"] == "exit"}
-    assert [e["event"] for e in events].count("exit") == 3
+    # every process started (a fresh parser per sentence and one started after
+    # the last, one generator) ended: the unused parser and the generator at
+    # end of input, the renewed parsers killed
+    started = [e["pid"] for e in events if e["event"] == "start"]
+    assert len(started) == 4
+    assert [e["event"] for e in events].count("exit") == 2
+    for pid in started:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def test_known_version_skips_ace_dash_v(fake):
@@ -230,13 +236,13 @@ def test_generate_strips_lnk_and_reproduces_the_sentence(fake):
 
 def test_generator_grown_past_renew_megabytes_is_replaced_before_the_next_item(fake):
     # the fake ACE is a Python process of some megabytes: a bound of 1 MB is
-    # exceeded after every item, so every item after the first gets a fresh process
+    # exceeded after every item, so every item gets a fresh process
     ace, image, log = fake
     rows = [r for r in recorded("erg-1214", "transforms")
             if r["output_mrs"] and r["generated"]][:3]
     with AceGenerator(image, executable=ace, renew_megabytes=1) as generator:
         grown = [generator.generate(row["output_mrs"]) for row in rows]
-        assert generator.renewals == 2 and generator.restarts == 0
+        assert generator.renewals == 3 and generator.restarts == 0
     with AceGenerator(image, executable=ace) as generator:  # 400 MB: never reached
         kept = [generator.generate(row["output_mrs"]) for row in rows]
         assert generator.renewals == 0
@@ -308,7 +314,7 @@ def test_watchdog_restarts_a_hung_generator(fake, monkeypatch):
 
 def test_killed_process_is_restarted(fake):
     ace, image, log = fake
-    with AceParser(image, executable=ace) as parser:
+    with AceParser(image, executable=ace, fresh=False) as parser:
         assert parser.parse(SENTENCE).readings
         pid = parser.pid
         os.kill(pid, signal.SIGKILL)
@@ -336,7 +342,7 @@ def test_crash_once_succeeds_on_retry(fake, monkeypatch, tmp_path):
     ace, image, log = fake
     monkeypatch.setenv("FAKE_ACE_DIE_ON", "walking")
     monkeypatch.setenv("FAKE_ACE_DIE_ONCE_FILE", str(tmp_path / "died"))
-    with AceParser(image, executable=ace) as parser:
+    with AceParser(image, executable=ace, fresh=False) as parser:
         result = parser.parse(SENTENCE)
     assert result.error is None and result.readings
     assert len(_starts(log)) == 2
@@ -536,7 +542,7 @@ def test_real_ace_generator_renewal_keeps_results():
         for _ in range(3):
             again.append(renewed.generate(mrs))
             pids.append(renewed.pid)
-        assert renewed.renewals == 2
+        assert renewed.renewals == 3
     assert again == once and len(set(pids)) == 3
 
 
