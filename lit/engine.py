@@ -18,8 +18,12 @@ such as persistent ACE processes:
   hung worker is replaced and the rest of the input goes on.
 * **Clean shutdown.** Closing the iterator early, an exception in the
   consumer or Ctrl-C stops the workers (each exits its state first).
-* ``workers=1`` runs everything inline in the calling process, which makes
-  debugging easy (no pickling, plain tracebacks in the log).
+* ``workers=1`` runs everything in the calling process, in one helper
+  thread (no pickling, no processes): *init*, every call of *fn* and the
+  exit of its state happen in that thread, one item at a time, and up to
+  *prefetch* items wait for it, so the consumer's own work overlaps with
+  *fn*'s waits (for ACE, which runs in its own process). An exception raised
+  by *init* is raised again by the map.
 * **Input that depends on output.** The input may yield :data:`WAIT` for
   "nothing to hand out until more results are in" (its next items depend on
   outcomes not yet yielded): the map waits for a result and asks again. If
@@ -51,6 +55,7 @@ import os
 import pickle
 import queue
 import signal
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -223,7 +228,7 @@ def ordered_map(
     if n < 1:
         raise EngineError(f"workers must be at least 1, got {n}")
     if n == 1:
-        yield from _inline_map(fn, items, init, initargs)
+        yield from _inline_map(fn, items, init, initargs, max(1, prefetch))
         return
     pool = _Pool(fn, init, initargs, workers=n, prefetch=max(1, prefetch),
                  timeout=timeout, start_method=start_method)
@@ -238,22 +243,74 @@ def _inline_map(
     items: Iterable[Any],
     init: Callable[..., Any] | None,
     initargs: tuple[Any, ...],
+    prefetch: int,
 ) -> Iterator[Outcome[R]]:
-    with contextlib.ExitStack() as stack:
-        state = _open_state(stack, init, initargs)
+    tasks: queue.SimpleQueue[tuple[int, Any] | None] = queue.SimpleQueue()
+    results: queue.SimpleQueue[tuple[str, int, Any]] = queue.SimpleQueue()
+    thread = threading.Thread(target=_serve_inline, args=(fn, init, initargs, tasks, results),
+                              name="lit-inline-worker", daemon=True)
+    thread.start()
+    try:
+        kind, _, payload = results.get()
+        if kind == "init-failed":
+            raise payload
+        in_flight: deque[tuple[int, Any]] = deque()
+        source = iter(items)
         index = 0
-        for item in items:
-            if item is WAIT:  # nothing runs in the background: the consumer acts
-                yield WAIT
+        exhausted = False
+        while True:
+            while not exhausted and len(in_flight) <= prefetch:
+                item = next(source, _END)
+                if item is _END:
+                    exhausted = True
+                elif item is WAIT:  # its next items depend on outcomes not yet yielded
+                    break
+                else:
+                    in_flight.append((index, item))
+                    tasks.put((index, item))
+                    index += 1
+                    continue
+                break
+            if not in_flight:
+                if exhausted:
+                    return
+                yield WAIT  # nothing runs: the consumer acts
                 continue
+            position, item = in_flight.popleft()
+            kind, done, payload = results.get()
+            assert done == position, "the inline worker answers in order"
+            if kind == "failed":
+                yield Outcome(position, item, None, payload)
+            else:
+                yield Outcome(position, item, payload)
+    finally:
+        tasks.put(None)  # the worker ends after the item it is on, and exits its state
+        thread.join()
+
+
+_END = object()
+
+
+def _serve_inline(fn: Callable[[Any, Any], Any], init: Callable[..., Any] | None,
+                  initargs: tuple[Any, ...], tasks: Any, results: Any) -> None:
+    """The helper thread of ``workers=1``: *init*, then items until ``None``."""
+    with contextlib.ExitStack() as stack:
+        try:
+            state = _open_state(stack, init, initargs)
+        except BaseException as exc:  # raised again by the map, in the caller's thread
+            results.put(("init-failed", -1, exc))
+            return
+        results.put(("ready", -1, None))
+        while (task := tasks.get()) is not None:
+            index, item = task
             try:
                 value = fn(state, item)
-            except Exception as exc:  # the engine boundary: any item failure becomes data
+            except BaseException as exc:  # the engine boundary: any item failure becomes
+                # data (and the map, waiting for this answer, must get one)
                 logger.debug("item %d failed", index, exc_info=True)
-                yield Outcome(index, item, None, _error_text(exc))
+                results.put(("failed", index, _error_text(exc)))
             else:
-                yield Outcome(index, item, value)
-            index += 1
+                results.put(("done", index, value))
 
 
 # --- worker process -------------------------------------------------------------

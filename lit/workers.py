@@ -103,10 +103,11 @@ def worker_map(
     engine: str = "local",
     workers: int | None = None,
     address: str | None = None,
-) -> Callable[[Iterable[Any]], Iterator[Any]] | None:
+) -> Callable[[Iterable[Any]], Iterator[Any]]:
     """The ``prepare_map`` of a :class:`~lit.pipeline.Transformer` whose
-    ACE-bound stage runs in *workers* processes (or Ray actors), or ``None``
-    to run it in the calling process (one local worker).
+    ACE-bound stage runs in *workers* processes (or Ray actors); one local
+    worker is a thread of the calling process (:func:`lit.engine.ordered_map`),
+    so the main process ranks and writes while ACE works.
 
     Args:
         options: the worker transformers' keyword arguments; ``grammar`` must
@@ -128,8 +129,6 @@ def worker_map(
         from lit import engine as backend
 
         workers = workers or backend.default_workers()
-        if workers == 1:
-            return None
     else:
         raise ValueError(f"unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     # units are small and many, and the pipeline puts their results in order

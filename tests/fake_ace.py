@@ -356,7 +356,13 @@ def _faults(line: str, out) -> None:  # noqa: ANN001
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    _log("exit", signal="TERM")  # ended between items, as lit renews a process
+    os._exit(128 + signum)
+
+
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _terminated)
     opts = _parse_args(argv)
     if opts.get("version"):
         _log("version")
