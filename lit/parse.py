@@ -35,15 +35,20 @@ ACE's order says nothing about plausibility. Three methods exist:
     first. On 330 SNLI sentences (ERG 1214), every selected reading had at
     most 640 realizations, while the 4 candidates of one 30-word sentence
     each took 6-11 s to unpack the 1001 realizations the generation cap asks
-    for (none round-tripped; 700 cost about 5 s each). A candidate of at least
-    :data:`LARGE_READING_EPS` (40) EPs with more than 700 realizations ends
-    the selection: the other readings of so long a sentence differ in
-    attachments and word senses but keep its modifiers, whose orders make the
-    realizations, and overgenerate as well, at seconds each. On 330 SNLI
-    sentences (ERG 1214) every reading that round-tripped had at most 31
-    EPs; the readings of 40 EPs or more were those of 3 sentences, and none
-    round-tripped (the 4 candidates of the 30-word sentence above all
-    overgenerate: 22 s of generation, 7.5 s with this bound).
+    for (none round-tripped; 700 cost about 5 s each). A candidate of
+    :data:`LARGE_READING_EPS` (40) EPs or more is not regenerated: its
+    generation takes seconds to tens of seconds (the orders of its many
+    modifiers make hundreds of realizations, and ACE may run out of time or
+    memory on them), and on 330 SNLI sentences (ERG 1214) no such reading
+    round-tripped, while every reading that did had at most 31 EPs; the
+    readings of 40 EPs or more were those of 3 sentences (the 30-word one
+    above: 4 candidates, 22 s of generation, all over 700 realizations; one
+    with a single candidate over 700 realizations; one whose round trip was
+    cut by the time limit twice, 30 s, so the sentence failed as transient
+    in every run); in the recorded real ERG 1214 and 2018 output (300
+    sentences each) one candidate each has 40 EPs or more, and neither is the
+    selected reading. The transformations of so large a reading would cost as
+    much and overgenerate as well.
 ``roundtrip``
     the first candidate reading (in ACE's order) that round-trips;
 ``first``
@@ -120,8 +125,7 @@ DEFAULT_SELECT = "ranked"
 MAX_ROUNDTRIPS = 6
 #: a reading with more realizations than this does not round-trip
 MAX_ROUNDTRIP_REALIZATIONS = 700
-#: a candidate of at least this many EPs that has more than
-#: :data:`MAX_ROUNDTRIP_REALIZATIONS` realizations ends ``ranked`` selection
+#: ``ranked`` selection regenerates no candidate of this many EPs or more
 LARGE_READING_EPS = 40
 
 
@@ -199,33 +203,31 @@ def roundtrips(reading: MRS | str, sentence: str, generator: Generator, *,
         TransientFailure: generation was cut by a time or memory limit or a
             crash, so the question cannot be decided now (it is not a "no")
     """
-    return _round_trip(reading, sentence, generator, max_realizations)[0] == "yes"
+    return _round_trip(reading, sentence, generator, max_realizations) == "yes"
 
 
 def _round_trip(reading: MRS | str, sentence: str, generator: Generator,
-                max_realizations: int | None) -> tuple[str, bool]:
-    """``("yes", False)``, or why not (a note of :class:`Selection`) and
-    whether it was for too many realizations.
+                max_realizations: int | None) -> str:
+    """``"yes"``, or why not (a note of :class:`Selection`).
 
     More than *max_realizations* realizations is a "no" whichever ones ACE
     unpacked first (so the answer does not depend on them)."""
     m = decode_mrs(reading)
     result = generator.generate(strip_lnk(m))
     if result.failure == "overgeneration":
-        return f"does not regenerate the sentence: {result.error}", True
+        return f"does not regenerate the sentence: {result.error}"
     if max_realizations is not None and len(result.surfaces) > max_realizations:
-        return (f"does not regenerate the sentence: more than {max_realizations} "
-                "realizations"), True
+        return f"does not regenerate the sentence: more than {max_realizations} realizations"
     target = surface_key(sentence)
     spellings = respellings(m, sentence)  # "a Pink jacket": a word the lexicon lacks
     if any(surface_key(respell(s, spellings)) == target for s in result.surfaces):
-        return "yes", False  # found, even among the realizations of a cut-short run
+        return "yes"  # found, even among the realizations of a cut-short run
     if getattr(result, "transient", False):
         raise TransientFailure(result.failure or "timeout",
                                f"round trip of a reading: {result.error}")
     if result.error:
         logger.info("round trip of a reading of %r failed: %s", sentence, result.error)
-    return "does not regenerate the sentence", False
+    return "does not regenerate the sentence"
 
 
 def structure(m: MRS, sentence: str, nouns: Collection[tuple[int, int]] = ()
@@ -336,8 +338,13 @@ def select(
         order.append((cost, i, m))
     order.sort(key=lambda entry: (entry[0], entry[1]))
     tried: dict[str, int] = {}  # readings with the same MRS regenerate the same
-    large: int | None = None  # a large candidate that overgenerated ends the selection
+    large = 0  # candidates too large to regenerate
     for cost, i, m in order:
+        if method == "ranked" and len(m.rels) >= LARGE_READING_EPS:
+            notes[i] = (f"not tried: {len(m.rels)} EPs (at least {LARGE_READING_EPS}): too "
+                        "large to regenerate at a bounded cost")
+            large += 1
+            continue
         line = mrs_for_generation(strip_lnk(m))
         if line in tried:
             notes[i] = f"the same MRS as reading {tried[line]}: does not regenerate the sentence"
@@ -345,16 +352,10 @@ def select(
         if method == "ranked" and limit is not None and len(tried) >= limit:
             notes[i] = f"not tried: {limit} distinct candidate MRSs were tried before"
             continue
-        if large is not None:
-            notes[i] = (f"not tried: reading {large} (at least {LARGE_READING_EPS} EPs) has too "
-                        "many realizations, and so would the other readings")
-            continue
         tried[line] = i
-        answer, overgenerates = _round_trip(m, sentence, generator, max_realizations)
+        answer = _round_trip(m, sentence, generator, max_realizations)
         if answer != "yes":
             notes[i] = answer
-            if overgenerates and method == "ranked" and len(m.rels) >= LARGE_READING_EPS:
-                large = i
             continue
         notes[i] = "round-trips"
         if method == "roundtrip":
@@ -370,8 +371,8 @@ def select(
               f"sentence ({len(order)} candidates, {len(tried)} distinct MRSs tried"
               + (f", at most {limit}" if method == "ranked" and limit is not None
                  and len(tried) >= limit else "")
-              + (f"; reading {large} of at least {LARGE_READING_EPS} EPs has too many "
-                 "realizations" if large is not None else "")
+              + (f"; {large} of {LARGE_READING_EPS} EPs or more not tried"
+                 if large else "")
               + ")")
     return Selection(None, method, reason, tuple(notes))
 
