@@ -133,7 +133,8 @@ def transform_command(
     workers: Annotated[Optional[int], typer.Option(  # noqa: UP007
         "--workers", "-j", min=1,
         help="Worker processes, each with its own ACE processes (default: the CPU count; "
-             "1: none). With --engine ray: actors (default: the cluster's CPUs).")] = None,
+             "1: a worker thread, no processes). With --engine ray: actors (default: the "
+             "cluster's CPUs).")] = None,
     cache: Annotated[Optional[Path], typer.Option(  # noqa: UP007
         "--cache", help="Parse cache file (SQLite; default: $LIT_CACHE, else "
                    "$LIT_HOME/cache/parses.sqlite)."
