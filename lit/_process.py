@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import threading
 import time
 from typing import Any
 
-__all__ = ["StderrTail", "Watchdog", "resident_megabytes"]
+__all__ = ["ResidentMemory", "StderrTail", "Watchdog"]
 
 logger = logging.getLogger("lit.ace")
 
@@ -109,14 +110,33 @@ class Watchdog:
                 self._expire()
 
 
-def resident_megabytes(pid: int) -> float | None:
-    """The resident memory of process *pid* in megabytes (Linux ``/proc``;
-    ``None`` where that cannot be read)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+
+class ResidentMemory:
+    """The resident memory of one process, from Linux ``/proc/PID/statm``.
+
+    The file is opened once, as a descriptor, and read again in place for
+    each reading (no file is opened per reading). Where ``/proc`` is missing
+    (not Linux), :meth:`megabytes` is ``None``.
+    """
+
+    _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+    def __init__(self, pid: int) -> None:
+        try:
+            self._fd: int | None = os.open(f"/proc/{pid}/statm", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+
+    def megabytes(self) -> float | None:
+        """Resident megabytes now (``None``: cannot be read, e.g. the process is gone)."""
+        if self._fd is None:
+            return None
+        try:
+            return int(os.pread(self._fd, 256, 0).split()[1]) * self._PAGE / 2**20
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

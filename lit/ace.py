@@ -68,9 +68,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lit._process import ResidentMemory as _ResidentMemory
 from lit._process import StderrTail as _StderrTail
 from lit._process import Watchdog as _Watchdog
-from lit._process import resident_megabytes as _resident_megabytes
 from lit.errors import ACEError
 from lit.interface import GenerationResult, ParseResult, Reading
 
@@ -441,6 +441,7 @@ class _AceProcess:
         self.items = 0
         """How many items were sent to ACE."""
         self._tails: dict[int, _StderrTail] = {}
+        self._memory: _ResidentMemory | None = None  # of the current process
         self._items_on_process = 0
         self._spawned = 0
         self._closed = False
@@ -505,6 +506,9 @@ class _AceProcess:
         assert p.stderr is not None
         tail = _StderrTail(p.stderr.buffer)  # type: ignore[attr-defined]
         self._tails = {p.pid: tail}
+        if self._memory is not None:
+            self._memory.close()
+        self._memory = None if self.renew_megabytes is None else _ResidentMemory(p.pid)
         self._items_on_process = 0
         first = self._spawned == 0
         self._spawned += 1
@@ -576,11 +580,11 @@ class _AceProcess:
         self.renewals += 1
         self._reopen()
 
-    def _grown(self, pid: int) -> bool:
-        """``True`` if process *pid* is resident above *renew_megabytes*."""
-        if self.renew_megabytes is None:
+    def _grown(self) -> bool:
+        """``True`` if the process is resident above *renew_megabytes*."""
+        if self.renew_megabytes is None or self._memory is None:
             return False
-        rss = _resident_megabytes(pid)
+        rss = self._memory.megabytes()
         if rss is None or rss <= self.renew_megabytes:
             return False
         logger.info("ACE %s grew to %.0f MB (more than %g MB); replacing it by a fresh "
@@ -681,7 +685,7 @@ class _AceProcess:
                 ), "timeout"
             if problem is None and p.poll() is None:
                 self._items_on_process += 1
-                if self.fresh or self._grown(p.pid):
+                if self.fresh or self._grown():
                     # now, not before the next item: the new ACE loads while lit
                     # works on this answer
                     self._renew()
@@ -724,6 +728,9 @@ class _AceProcess:
         self._closed = True
         if self._watchdog is not None:
             self._watchdog.close()
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
         proc = self._proc
         if proc is None:
             return None
