@@ -110,7 +110,6 @@ class Watchdog:
                 self._expire()
 
 
-
 class ResidentMemory:
     """The resident memory of one process, from Linux ``/proc/PID/statm``.
 

@@ -22,10 +22,10 @@ run needs:
   megabytes is slower on every later item and may hit its memory limit on an
   item a fresh process completes. When the process's resident memory exceeds
   *renew_megabytes* after an item, it is replaced by a fresh one at once
-  (about 50 ms, while lit works on the answer; the image is memory-mapped). Replaying the 373
-  generation requests of 30 SNLI sentences of the ``lit-paper`` workload
-  (ERG 1214), renewal above 400 MB made 2 renewals and took 104 s instead of
-  112 s, with identical results;
+  (about 50 ms, while lit works on the answer; the image is memory-mapped).
+  Replaying the 373 generation requests of 30 SNLI sentences of the
+  ``lit-paper`` workload (ERG 1214), renewal above 400 MB made 2 renewals and
+  took 104 s instead of 112 s, with identical results;
 * ``ace -V`` runs at most once per object (PyDelphin runs it on every
   access to ``ace_version``, including every restart), and the caller's
   argument lists are copied, never extended.
@@ -107,7 +107,7 @@ RETRY_FACTOR = 2.0
 """How much larger the time limits are when an item cut by one is retried."""
 DEFAULT_RENEW_MEGABYTES = 400
 """Resident megabytes of an ACE process after an item above which it is
-replaced by a fresh one before the next item (see the module notes)."""
+replaced by a fresh one at once (see the module notes)."""
 DEFAULT_MAX_CHART_MEGABYTES = 1200
 DEFAULT_MAX_UNPACK_MEGABYTES = 1500
 DEFAULT_MAX_REALIZATIONS = 1000
@@ -565,7 +565,8 @@ class _AceProcess:
         logger.info("ACE %s restarted (pid %d)", self._kind, self._proc._p.pid)
 
     def _renew(self) -> None:
-        """Replace the idle ACE process by a new one (``fresh`` mode, retries)."""
+        """Replace the idle ACE process by a new one (``fresh`` mode, retries,
+        memory above *renew_megabytes*)."""
         # ACE is between items and has nothing to finish: SIGTERM ends it in a
         # few ms; end of input makes it tidy up first (some 10 ms per renewal,
         # a parse's worth with a fresh parser per sentence)

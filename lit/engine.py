@@ -261,16 +261,14 @@ def _inline_map(
         while True:
             while not exhausted and len(in_flight) <= prefetch:
                 item = next(source, _END)
+                if item is WAIT:  # its next items depend on outcomes not yet yielded
+                    break
                 if item is _END:
                     exhausted = True
-                elif item is WAIT:  # its next items depend on outcomes not yet yielded
-                    break
                 else:
                     in_flight.append((index, item))
                     tasks.put((index, item))
                     index += 1
-                    continue
-                break
             if not in_flight:
                 if exhausted:
                     return

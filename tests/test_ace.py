@@ -232,7 +232,7 @@ def test_generate_strips_lnk_and_reproduces_the_sentence(fake):
     assert "-e" in _starts(log)[0]["argv"]
 
 
-def test_generator_grown_past_renew_megabytes_is_replaced_before_the_next_item(fake):
+def test_generator_grown_past_renew_megabytes_is_replaced_after_the_item(fake):
     # the fake ACE is a Python process of some megabytes: a bound of 1 MB is
     # exceeded after every item, so every item gets a fresh process
     ace, image, log = fake
